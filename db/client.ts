@@ -1,0 +1,116 @@
+// Builds the drizzle database for one of three drivers behind one type: PGlite
+// (embedded, the default), node-postgres, or Neon's WebSocket Pool. Drivers are
+// imported lazily so a runtime only loads the one it uses.
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import * as schema from "./schema.ts";
+
+export type Schema = typeof schema;
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+export type DatabaseDriver = "pglite" | "postgres" | "neon";
+
+export interface NeonSocketOptions {
+  /** Route the Neon WebSocket through a local proxy, e.g. `() => "127.0.0.1:5433/v1"` in tests. */
+  wsProxy?: (host: string, port: number | string) => string;
+  useSecureWebSocket?: boolean;
+  pipelineConnect?: false | "password";
+  pipelineTLS?: boolean;
+  forceDisablePgSSL?: boolean;
+}
+
+export interface DatabaseOptions {
+  driver: DatabaseDriver;
+  /** PostgreSQL/Neon connection string; for PGlite a data directory path or `memory://`. */
+  url: string;
+  /** A PGlite data dump to start from (tests load a migrated dump instead of migrating again). */
+  pgliteLoadDataDir?: Blob;
+  neon?: NeonSocketOptions;
+  /** Maximum pool size for postgres/neon. */
+  poolSize?: number;
+}
+
+export interface Database {
+  db: Db;
+  driver: DatabaseDriver;
+  /** Runs a trivial query; used by /readyz. */
+  ping(): Promise<void>;
+  /** Applies the committed migrations in db/migrations (idempotent). */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+  /** PGlite only: a tarball of the data directory, so tests can start from a migrated copy. */
+  dumpDataDir?(): Promise<Blob>;
+}
+
+const migrationsFolder = new URL("./migrations", import.meta.url).pathname;
+
+export function inferDriver(url: string | undefined): DatabaseDriver {
+  if (!url) return "pglite";
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    return /\.neon\.tech([:/]|$)/.test(new URL(url).hostname) ? "neon" : "postgres";
+  }
+  return "pglite";
+}
+
+export async function createDatabase(options: DatabaseOptions): Promise<Database> {
+  switch (options.driver) {
+    case "pglite":
+      return createPglite(options);
+    case "postgres":
+      return createNodePostgres(options);
+    case "neon":
+      return createNeon(options);
+  }
+}
+
+async function createPglite(options: DatabaseOptions): Promise<Database> {
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { drizzle } = await import("drizzle-orm/pglite");
+  const { migrate } = await import("drizzle-orm/pglite/migrator");
+  const client = new PGlite(options.url, options.pgliteLoadDataDir ? { loadDataDir: options.pgliteLoadDataDir } : {});
+  await client.waitReady;
+  const db = drizzle(client, { schema });
+  return {
+    db: db as unknown as Db,
+    driver: "pglite",
+    ping: async () => void (await client.query("select 1")),
+    migrate: () => migrate(db, { migrationsFolder }),
+    close: () => client.close(),
+    dumpDataDir: async () => (await client.dumpDataDir("none")) as Blob,
+  };
+}
+
+async function createNodePostgres(options: DatabaseOptions): Promise<Database> {
+  const { default: pg } = await import("pg");
+  const { drizzle } = await import("drizzle-orm/node-postgres");
+  const { migrate } = await import("drizzle-orm/node-postgres/migrator");
+  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+  // An idle client that loses its server must not crash the process; the next query reports it.
+  pool.on("error", () => {});
+  const db = drizzle(pool, { schema });
+  return {
+    db: db as unknown as Db,
+    driver: "postgres",
+    ping: async () => void (await pool.query("select 1")),
+    migrate: () => migrate(db, { migrationsFolder }),
+    close: () => pool.end(),
+  };
+}
+
+async function createNeon(options: DatabaseOptions): Promise<Database> {
+  const { Pool, neonConfig } = await import("@neondatabase/serverless");
+  const { drizzle } = await import("drizzle-orm/neon-serverless");
+  const { migrate } = await import("drizzle-orm/neon-serverless/migrator");
+  if (typeof globalThis.WebSocket === "undefined") {
+    neonConfig.webSocketConstructor = (await import("ws")).default as unknown as typeof WebSocket;
+  }
+  Object.assign(neonConfig, options.neon ?? {});
+  const pool = new Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+  pool.on("error", () => {});
+  const db = drizzle(pool, { schema });
+  return {
+    db: db as unknown as Db,
+    driver: "neon",
+    ping: async () => void (await pool.query("select 1")),
+    migrate: () => migrate(db, { migrationsFolder }),
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,139 @@
+// The one drizzle schema for PGlite, PostgreSQL and Neon. JSON documents (spec,
+// status) live in json (keeps the key order clients sent), labels in jsonb (for @>);
+// all are validated by zod in src/domain before they
+// get here, and the database only indexes what lists filter and sort on.
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  boolean,
+  index,
+  integer,
+  json,
+  jsonb,
+  pgSequence,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+
+/** One increasing sequence for the whole installation: every change to any resource takes the next value. */
+export const resourceVersionSeq = pgSequence("resource_version_seq", { startWith: 1 });
+
+const timestamps = {
+  createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull(),
+};
+
+const resourceVersion = bigint("resource_version", { mode: "number" }).notNull();
+
+export const projects = pgTable(
+  "projects",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull(),
+    maxGpus: integer("max_gpus"),
+    resourceVersion,
+    ...timestamps,
+  },
+  (t) => [uniqueIndex("projects_name_key").on(t.name), index("projects_created_idx").on(t.createdAt, t.id)],
+);
+
+export const apiKeys = pgTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull(),
+    role: text("role", { enum: ["viewer", "editor", "admin"] }).notNull(),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    /** The first characters of the token, shown in lists so a key can be recognised. */
+    tokenPrefix: text("token_prefix").notNull(),
+    /** SHA-256 of the token (hex); the token itself is never stored. */
+    tokenHash: text("token_hash").notNull(),
+    revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+    resourceVersion,
+    ...timestamps,
+  },
+  (t) => [uniqueIndex("api_keys_token_hash_key").on(t.tokenHash), index("api_keys_created_idx").on(t.createdAt, t.id)],
+);
+
+export const clusters = pgTable(
+  "clusters",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull(),
+    joinTokenHash: text("join_token_hash"),
+    joinTokenExpiresAt: timestamp("join_token_expires_at", { withTimezone: true, mode: "date" }),
+    lastHeartbeatAt: timestamp("last_heartbeat_at", { withTimezone: true, mode: "date" }),
+    agentVersion: text("agent_version"),
+    /** Last inventory the agent reported; null until the first heartbeat. */
+    inventory: jsonb("inventory"),
+    resourceVersion,
+    ...timestamps,
+  },
+  (t) => [uniqueIndex("clusters_name_key").on(t.name), index("clusters_created_idx").on(t.createdAt, t.id)],
+);
+
+export const agentCredentials = pgTable(
+  "agent_credentials",
+  {
+    id: text("id").primaryKey(),
+    clusterId: text("cluster_id")
+      .notNull()
+      .references(() => clusters.id, { onDelete: "cascade" }),
+    tokenHash: text("token_hash").notNull(),
+    revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [uniqueIndex("agent_credentials_token_hash_key").on(t.tokenHash)],
+);
+
+export const deployments = pgTable(
+  "deployments",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "restrict" }),
+    name: text("name").notNull(),
+    labels: jsonb("labels").$type<Record<string, string>>().notNull(),
+    spec: json("spec").notNull(),
+    status: json("status").notNull(),
+    /** Denormalised status.phase so lists can filter on it with an index. */
+    phase: text("phase").notNull(),
+    /** The cluster whose agent has taken the deployment; null while none has. */
+    clusterId: text("cluster_id").references(() => clusters.id, { onDelete: "set null" }),
+    /** Set when a user asked for deletion of a deployment an agent runs; the agent confirms removal. */
+    deletionRequestedAt: timestamp("deletion_requested_at", { withTimezone: true, mode: "date" }),
+    generation: integer("generation").notNull(),
+    resourceVersion,
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex("deployments_project_name_key").on(t.projectId, t.name),
+    index("deployments_created_idx").on(t.createdAt, t.id),
+    index("deployments_project_created_idx").on(t.projectId, t.createdAt, t.id),
+    index("deployments_resource_version_idx").on(t.resourceVersion),
+  ],
+);
+
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    /** Who sent the key: keys are scoped per credential so two clients never collide. */
+    principal: text("principal").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 of method, path and body: a reuse with anything else is refused. */
+    fingerprint: text("fingerprint").notNull(),
+    completed: boolean("completed").notNull().default(false),
+    responseStatus: integer("response_status"),
+    responseHeaders: jsonb("response_headers").$type<Record<string, string>>(),
+    responseBody: text("response_body"),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.principal, t.key] }), index("idempotency_keys_expires_idx").on(t.expiresAt)],
+);
+
+export const nextResourceVersion = sql<number>`nextval('resource_version_seq')::bigint`;

@@ -1,0 +1,19 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "../../src/api/env.ts";
+import { registerCreateDeployment } from "./create.ts";
+import { registerDeleteDeployment } from "./delete.ts";
+import { registerGetDeployment } from "./get.ts";
+import { registerListDeployments } from "./list.ts";
+import { registerPatchDeployment } from "./patch.ts";
+import { registerPutDeploymentStatus } from "./put-status.ts";
+import { registerReplaceDeployment } from "./replace.ts";
+
+export function registerDeploymentRoutes(app: OpenAPIHono<AppEnv>) {
+  registerCreateDeployment(app);
+  registerListDeployments(app);
+  registerGetDeployment(app);
+  registerPatchDeployment(app);
+  registerReplaceDeployment(app);
+  registerDeleteDeployment(app);
+  registerPutDeploymentStatus(app);
+}

@@ -1,0 +1,40 @@
+// Configuration is parsed once, at start, from the environment; a bad value stops
+// start-up with a message naming the variable. Nothing reads process.env later.
+import { z } from "zod";
+
+const DRIVERS = ["pglite", "postgres", "neon"] as const;
+
+export const Config = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+    HOST: z.string().min(1).default("127.0.0.1"),
+    DATABASE_URL: z
+      .string()
+      .regex(/^(postgres(ql)?:\/\/|memory:\/\/|file:|\/|\.)/, "must be a postgres:// URL, a PGlite directory or memory://")
+      .optional(),
+    DATABASE_DRIVER: z.enum(DRIVERS).optional(),
+    BERTH_DATA_DIR: z.string().min(1).default("./.berth"),
+    BERTH_ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+    LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "silent"]).default("info"),
+  })
+  .transform((env) => ({
+    port: env.PORT,
+    host: env.HOST,
+    databaseUrl: env.DATABASE_URL,
+    databaseDriver: env.DATABASE_DRIVER,
+    dataDir: env.BERTH_DATA_DIR,
+    adminToken: env.BERTH_ADMIN_TOKEN,
+    logLevel: env.LOG_LEVEL,
+  }));
+
+export type Config = z.output<typeof Config>;
+
+/** Parses the environment; on failure throws an Error whose message lists each bad variable. */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  const blank = (value: string | undefined) => (value === "" ? undefined : value);
+  const input = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, blank(v)]));
+  const result = Config.safeParse(input);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => `  ${issue.path.join(".")}: ${issue.message}`);
+  throw new Error(`Invalid configuration:\n${lines.join("\n")}`);
+}

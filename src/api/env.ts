@@ -1,0 +1,46 @@
+// The Hono environment of the API: what the composition root provides (deps) and what
+// middleware attaches per request (principal, request id).
+import type { Context } from "hono";
+import type { Db } from "../../db/client.ts";
+import type { Clock } from "../domain/clock.ts";
+import type { Principal } from "../domain/principal.ts";
+import type { AppConfig, ServiceContext, SystemContext } from "../services/context.ts";
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface AppDeps {
+  db: Db;
+  clock: Clock;
+  config: AppConfig;
+  logger: Logger;
+  /** Resolves when the database answers; /readyz calls it. */
+  checkDatabase(): Promise<void>;
+}
+
+export type AppEnv = {
+  Variables: {
+    deps: AppDeps;
+    principal: Principal;
+    requestId: string;
+  };
+};
+
+export function systemContext(c: Context<AppEnv>): SystemContext {
+  const { db, clock, config } = c.get("deps");
+  return { db, clock, config };
+}
+
+export function serviceContext(c: Context<AppEnv>): ServiceContext {
+  return { ...systemContext(c), principal: c.get("principal") };
+}
+
+/** A JSON logger that needs no dependency, for runtimes where pino is not wanted. */
+export const consoleLogger: Logger = {
+  info: (obj, msg) => console.log(JSON.stringify({ level: "info", time: Date.now(), ...obj, msg })),
+  warn: (obj, msg) => console.warn(JSON.stringify({ level: "warn", time: Date.now(), ...obj, msg })),
+  error: (obj, msg) => console.error(JSON.stringify({ level: "error", time: Date.now(), ...obj, msg })),
+};

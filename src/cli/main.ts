@@ -1,0 +1,63 @@
+// The `berth` command. Each subcommand parses configuration once and hands it to its
+// entry; unknown commands print usage and exit 2.
+import { writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { parseConfig, type Config } from "../api/config.ts";
+
+const USAGE = `usage: berth <command>
+
+commands:
+  serve                 run the API (PORT, HOST, DATABASE_URL, BERTH_DATA_DIR, BERTH_ADMIN_TOKEN)
+  migrate               apply database migrations and exit
+  openapi [--out FILE]  print (or write) the OpenAPI 3.1 document
+`;
+
+function loadConfig(): Config {
+  try {
+    return parseConfig(process.env);
+  } catch (error) {
+    process.stderr.write(`berth: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case "serve": {
+      const { startServer } = await import("../api/serve-node.ts");
+      const server = await startServer(loadConfig());
+      const stop = async () => {
+        await server.close();
+        process.exit(0);
+      };
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+      return;
+    }
+    case "migrate": {
+      const { openDatabase } = await import("../api/serve-node.ts");
+      const database = await openDatabase(loadConfig());
+      await database.migrate();
+      await database.close();
+      process.stdout.write(`berth: migrations applied (${database.driver})\n`);
+      return;
+    }
+    case "openapi": {
+      const { values } = parseArgs({ args: rest, options: { out: { type: "string" } } });
+      const { renderOpenApiJson } = await import("../api/openapi-file.ts");
+      const json = await renderOpenApiJson();
+      if (values.out) writeFileSync(values.out, json);
+      else process.stdout.write(json);
+      return;
+    }
+    default:
+      process.stderr.write(USAGE);
+      process.exit(command === undefined || command === "help" || command === "--help" ? 0 : 2);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`berth: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

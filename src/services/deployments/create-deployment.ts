@@ -1,0 +1,53 @@
+// Creates a deployment: admission, then quota and insert in one transaction. With no
+// agent yet it is Pending; the agent of its cluster takes it from there.
+import { findProjectById } from "../../../db/queries/projects.ts";
+import { insertDeployment } from "../../../db/queries/deployments.ts";
+import type { Deployment, DeploymentCreate } from "../../domain/deployment.ts";
+import { pendingStatus } from "../../domain/deployment-spec.ts";
+import { Conflict, Forbidden, InvalidRequest, InvalidSpec } from "../../domain/errors.ts";
+import { newId } from "../../domain/ids.ts";
+import { requireUser } from "../../domain/principal.ts";
+import type { ServiceContext } from "../context.ts";
+import { admitSpec, checkQuota } from "./admit-spec.ts";
+import { toDeployment } from "./deployment-view.ts";
+
+export async function createDeployment({ ctx, input }: { ctx: ServiceContext; input: DeploymentCreate }): Promise<Deployment> {
+  const user = requireUser(ctx.principal, "editor");
+  if (user.projectId !== null && input.projectId !== undefined && input.projectId !== user.projectId) {
+    throw new Forbidden(`This key is bound to project "${user.projectId}"; omit projectId or use a key of that project.`);
+  }
+  const projectId = user.projectId ?? input.projectId;
+  if (!projectId) {
+    throw new InvalidRequest("An installation-wide key must say which project the deployment belongs to.", [
+      { pointer: "/projectId", message: "required with an installation-wide key; list projects with GET /v1/projects" },
+    ]);
+  }
+  if (!(await findProjectById(ctx.db, projectId))) {
+    throw new InvalidSpec("The deployment names a project that does not exist.", [
+      { pointer: "/projectId", message: `no project with id "${projectId}"; list projects with GET /v1/projects` },
+    ]);
+  }
+  const spec = await admitSpec(ctx.db, { name: input.name, rawSpec: input.spec });
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction(async (tx) => {
+    await checkQuota(tx, projectId, spec);
+    return insertDeployment(tx, {
+      id: newId("deployment"),
+      projectId,
+      name: input.name,
+      labels: input.labels ?? {},
+      spec,
+      status: pendingStatus(now),
+      phase: "Pending",
+      clusterId: null,
+      deletionRequestedAt: null,
+      generation: 1,
+      createdAt: now,
+      updatedAt: now,
+    });
+  });
+  if (!row) {
+    throw new Conflict(`A deployment named "${input.name}" already exists in this project; choose another name or PATCH it.`);
+  }
+  return toDeployment(row);
+}

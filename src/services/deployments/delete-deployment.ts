@@ -1,0 +1,36 @@
+// DELETE: a deployment no agent has taken is removed at once; one an agent runs moves
+// to Deleting and is removed when the agent confirms every object is gone.
+import { deleteDeployment as removeDeployment, lockDeployment, updateDeployment } from "../../../db/queries/deployments.ts";
+import type { Deployment } from "../../domain/deployment.ts";
+import { NotFound } from "../../domain/errors.ts";
+import { requireUser } from "../../domain/principal.ts";
+import type { ServiceContext } from "../context.ts";
+import { toDeployment } from "./deployment-view.ts";
+import { checkIfMatch, findVisibleDeployment, type DeploymentAddress } from "./find-deployment.ts";
+
+export type DeleteOutcome = { removed: true } | { removed: false; deployment: Deployment };
+
+export async function deleteDeployment({
+  ctx,
+  input,
+}: {
+  ctx: ServiceContext;
+  input: { address: DeploymentAddress; ifMatch?: string };
+}): Promise<DeleteOutcome> {
+  requireUser(ctx.principal, "editor");
+  const found = await findVisibleDeployment(ctx, input.address);
+  return ctx.db.transaction(async (tx): Promise<DeleteOutcome> => {
+    const current = await lockDeployment(tx, found.id);
+    if (!current) throw new NotFound(`No deployment "${input.address.idOrName}".`);
+    checkIfMatch(current, input.ifMatch);
+    if (current.clusterId === null) {
+      await removeDeployment(tx, current.id);
+      return { removed: true };
+    }
+    if (current.deletionRequestedAt) return { removed: false, deployment: toDeployment(current) };
+    const now = ctx.clock.now();
+    const status = { ...(current.status as Record<string, unknown>), phase: "Deleting" };
+    const row = await updateDeployment(tx, current.id, { deletionRequestedAt: now, status, phase: "Deleting" }, now);
+    return { removed: false, deployment: toDeployment(row!) };
+  });
+}

@@ -1,0 +1,23 @@
+// PATCH: an RFC 7396 merge patch on the stored, defaulted spec and on labels.
+import type { DeploymentPatch, Deployment } from "../../domain/deployment.ts";
+import { applyMergePatch } from "../../domain/merge-patch.ts";
+import type { ServiceContext } from "../context.ts";
+import type { DeploymentAddress } from "./find-deployment.ts";
+import { writeDeployment } from "./write-deployment.ts";
+
+export async function patchDeployment({
+  ctx,
+  input,
+}: {
+  ctx: ServiceContext;
+  input: { address: DeploymentAddress; ifMatch?: string; patch: DeploymentPatch };
+}): Promise<Deployment> {
+  return writeDeployment(ctx, {
+    address: input.address,
+    ifMatch: input.ifMatch,
+    build: (current) => ({
+      rawSpec: input.patch.spec === undefined ? current.spec : applyMergePatch(current.spec, input.patch.spec),
+      rawLabels: input.patch.labels === undefined ? current.labels : applyMergePatch(current.labels, input.patch.labels),
+    }),
+  });
+}

@@ -1,0 +1,34 @@
+// PUT /status: the agent's write. Only an agent credential of the deployment's cluster
+// may write; it needs no If-Match (the agent is the only writer) and never bumps
+// generation. An agent may take a deployment no cluster has taken yet.
+import { findDeploymentById, lockDeployment, updateDeployment } from "../../../db/queries/deployments.ts";
+import type { Deployment } from "../../domain/deployment.ts";
+import { DeploymentStatus, type DeploymentSpec } from "../../domain/deployment-spec.ts";
+import { NotFound } from "../../domain/errors.ts";
+import { isId } from "../../domain/ids.ts";
+import { requireAgent } from "../../domain/principal.ts";
+import type { ServiceContext } from "../context.ts";
+import { toDeployment } from "./deployment-view.ts";
+
+export async function putDeploymentStatus({
+  ctx,
+  input,
+}: {
+  ctx: ServiceContext;
+  input: { id: string; status: DeploymentStatus };
+}): Promise<Deployment> {
+  const agent = requireAgent(ctx.principal);
+  const notFound = new NotFound(`No deployment "${input.id}" in this agent's cluster.`);
+  if (!isId("deployment", input.id) || !(await findDeploymentById(ctx.db, input.id))) throw notFound;
+  const row = await ctx.db.transaction(async (tx) => {
+    const current = await lockDeployment(tx, input.id);
+    if (!current) throw notFound;
+    const wanted = (current.spec as DeploymentSpec).clusterId;
+    const mine = current.clusterId === agent.clusterId || (current.clusterId === null && (!wanted || wanted === agent.clusterId));
+    if (!mine) throw notFound;
+    // A deletion the user asked for stays visible until the agent confirms removal.
+    const status = current.deletionRequestedAt ? { ...input.status, phase: "Deleting" as const } : input.status;
+    return updateDeployment(tx, current.id, { status, phase: status.phase, clusterId: agent.clusterId }, ctx.clock.now());
+  });
+  return toDeployment(row!);
+}

@@ -1,0 +1,55 @@
+// The shared write path of PATCH and PUT: lock the row, check If-Match, build the new
+// spec and labels, admit them, check quota, and write — all in one transaction, so a
+// refused write changes nothing and a conditional write cannot race another.
+import { lockDeployment, updateDeployment } from "../../../db/queries/deployments.ts";
+import type { Deployment } from "../../domain/deployment.ts";
+import { DeploymentLabels, zodIssuesToFieldErrors, type DeploymentSpec } from "../../domain/deployment-spec.ts";
+import { Conflict, InvalidRequest, NotFound } from "../../domain/errors.ts";
+import { jsonEqual } from "../../domain/merge-patch.ts";
+import { requireUser } from "../../domain/principal.ts";
+import type { ServiceContext } from "../context.ts";
+import { admitSpec, checkQuota } from "./admit-spec.ts";
+import { toDeployment } from "./deployment-view.ts";
+import { checkIfMatch, findVisibleDeployment, type DeploymentAddress } from "./find-deployment.ts";
+import { countGpus } from "../../domain/admission.ts";
+
+export interface DeploymentWrite {
+  address: DeploymentAddress;
+  ifMatch?: string;
+  /** Given the stored spec and labels, the raw (unvalidated) new ones. */
+  build(current: { spec: DeploymentSpec; labels: Record<string, string> }): { rawSpec: unknown; rawLabels: unknown };
+}
+
+export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrite): Promise<Deployment> {
+  requireUser(ctx.principal, "editor");
+  const found = await findVisibleDeployment(ctx, write.address);
+  const row = await ctx.db.transaction(async (tx) => {
+    const current = await lockDeployment(tx, found.id);
+    if (!current) throw new NotFound(`No deployment "${write.address.idOrName}".`);
+    checkIfMatch(current, write.ifMatch);
+    if (current.deletionRequestedAt) {
+      throw new Conflict(`Deployment "${current.name}" is being deleted; it cannot change any more.`);
+    }
+    const previous = current.spec as DeploymentSpec;
+    const { rawSpec, rawLabels } = write.build({ spec: previous, labels: current.labels });
+    const labels = DeploymentLabels.safeParse(rawLabels);
+    if (!labels.success) {
+      throw new InvalidRequest("The labels are not valid.", zodIssuesToFieldErrors(labels.error.issues, "/labels"));
+    }
+    const spec = await admitSpec(tx, { name: current.name, rawSpec, previous });
+    const specChanged = !jsonEqual(spec, previous);
+    const labelsChanged = !jsonEqual(labels.data, current.labels);
+    if (!specChanged && !labelsChanged) return current;
+    if (specChanged && countGpus(spec) > countGpus(previous)) {
+      await checkQuota(tx, current.projectId, spec, current.id);
+    }
+    return updateDeployment(
+      tx,
+      current.id,
+      { spec, labels: labels.data, generation: specChanged ? current.generation + 1 : current.generation },
+      ctx.clock.now(),
+    );
+  });
+  if (!row) throw new NotFound(`No deployment "${write.address.idOrName}".`);
+  return toDeployment(row);
+}

@@ -1,0 +1,22 @@
+import type { z } from "zod";
+import { insertProject } from "../../../db/queries/projects.ts";
+import { Conflict } from "../../domain/errors.ts";
+import { newId } from "../../domain/ids.ts";
+import { requireInstallationAdmin } from "../../domain/principal.ts";
+import type { Project, ProjectCreate } from "../../domain/resources.ts";
+import type { ServiceContext } from "../context.ts";
+import { toProject } from "./project-view.ts";
+
+export async function createProject({ ctx, input }: { ctx: ServiceContext; input: z.infer<typeof ProjectCreate> }): Promise<Project> {
+  requireInstallationAdmin(ctx.principal);
+  const now = ctx.clock.now();
+  const row = await insertProject(ctx.db, {
+    id: newId("project"),
+    name: input.name,
+    maxGpus: input.maxGpus ?? null,
+    createdAt: now,
+    updatedAt: now,
+  });
+  if (!row) throw new Conflict(`A project named "${input.name}" already exists; choose another name.`);
+  return toProject(row);
+}
