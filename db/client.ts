@@ -1,6 +1,7 @@
 // Builds the drizzle database for one of three drivers behind one type: PGlite
 // (embedded, the default), node-postgres, or Neon's WebSocket Pool. Drivers are
 // imported lazily so a runtime only loads the one it uses.
+import { fileURLToPath } from "node:url";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import * as schema from "./schema.ts";
 
@@ -40,7 +41,9 @@ export interface Database {
   dumpDataDir?(): Promise<Blob>;
 }
 
-const migrationsFolder = new URL("./migrations", import.meta.url).pathname;
+// fileURLToPath, not URL#pathname: the latter keeps %20 etc., so a checkout path with a
+// space or non-ASCII character made migrate() look for a folder that does not exist.
+const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 
 export function inferDriver(url: string | undefined): DatabaseDriver {
   if (!url) return "pglite";

@@ -1,0 +1,122 @@
+// An API app on a fresh test database, driven with app.request() (no sockets), with
+// a clock the test can move and helpers for the usual set-up (projects, keys).
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createApp } from "../../src/api/app.ts";
+import type { AppEnv, Logger } from "../../src/api/env.ts";
+import { bootstrapInstallation } from "../../src/services/bootstrap.ts";
+import { DEFAULT_APP_CONFIG, type AppConfig } from "../../src/services/context.ts";
+import { openTestDatabase, type TestDatabase, type TestDriver } from "./databases.ts";
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789";
+
+export class TestClock {
+  constructor(private current = new Date("2026-11-30T12:00:00.000Z")) {}
+  now = () => new Date(this.current.getTime());
+  advance(ms: number) {
+    this.current = new Date(this.current.getTime() + ms);
+  }
+}
+
+export const silentLogger: Logger & { errors: object[] } = {
+  errors: [],
+  info: () => {},
+  warn: () => {},
+  error(obj) {
+    this.errors.push(obj);
+  },
+};
+
+export interface CallOptions {
+  token?: string | null;
+  body?: unknown;
+  /** Raw body text, sent as is (for malformed JSON and the like). */
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TestApi {
+  app: OpenAPIHono<AppEnv>;
+  database: TestDatabase;
+  clock: TestClock;
+  defaultProjectId: string;
+  call(method: string, path: string, options?: CallOptions): Promise<{ status: number; headers: Headers; body: any }>;
+  /** Creates a project and returns its id. */
+  createProject(name: string, maxGpus?: number): Promise<string>;
+  /** Creates an API key and returns its token. */
+  createKey(role: "viewer" | "editor" | "admin", projectId?: string): Promise<string>;
+  /** Creates a cluster and registers an agent for it; returns the agent token and cluster id. */
+  createAgent(name?: string): Promise<{ token: string; clusterId: string }>;
+  close(): Promise<void>;
+}
+
+export async function createTestApi(driver: TestDriver, config: Partial<AppConfig> = {}): Promise<TestApi> {
+  const database = await openTestDatabase(driver);
+  const clock = new TestClock();
+  const appConfig: AppConfig = { ...DEFAULT_APP_CONFIG, adminToken: ADMIN_TOKEN, ...config };
+  await bootstrapInstallation({ ctx: { db: database.db, clock, config: appConfig } });
+  const app = createApp({
+    db: database.db,
+    clock,
+    config: appConfig,
+    logger: silentLogger,
+    checkDatabase: () => database.ping(),
+  });
+
+  const call: TestApi["call"] = async (method, path, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    const token = options.token === undefined ? ADMIN_TOKEN : options.token;
+    if (token !== null) headers.Authorization = `Bearer ${token}`;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers["Content-Type"] ??= "application/json";
+    }
+    const response = await app.request(path, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    if (text && /json/.test(response.headers.get("content-type") ?? "")) parsed = JSON.parse(text);
+    return { status: response.status, headers: response.headers, body: parsed };
+  };
+
+  const projects = await call("GET", "/v1/projects");
+  const defaultProjectId = projects.body.items.find((p: { name: string }) => p.name === "default").id;
+
+  return {
+    app,
+    database,
+    clock,
+    defaultProjectId,
+    call,
+    async createProject(name, maxGpus) {
+      const res = await call("POST", "/v1/projects", { body: { name, ...(maxGpus === undefined ? {} : { maxGpus }) } });
+      if (res.status !== 201) throw new Error(`createProject: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body.id;
+    },
+    async createKey(role, projectId) {
+      const res = await call("POST", "/v1/api-keys", { body: { name: `${role} key`, role, ...(projectId ? { projectId } : {}) } });
+      if (res.status !== 201) throw new Error(`createKey: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body.token;
+    },
+    async createAgent(name = "local") {
+      const created = await call("POST", "/v1/clusters", { body: { name } });
+      if (created.status !== 201) throw new Error(`createCluster: ${created.status} ${JSON.stringify(created.body)}`);
+      const registered = await call("POST", "/v1/agent/register", { token: null, body: { joinToken: created.body.joinToken } });
+      if (registered.status !== 201) throw new Error(`register: ${registered.status} ${JSON.stringify(registered.body)}`);
+      return { token: registered.body.token, clusterId: created.body.cluster.id };
+    },
+    close: () => database.close(),
+  };
+}
+
+/** A minimal valid create body; `overrides.spec` replaces the spec whole. */
+export function deploymentBody(name: string, overrides: Record<string, unknown> = {}) {
+  return {
+    name,
+    spec: {
+      model: { name: "Qwen/Qwen3-8B" },
+      engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+      roles: [{ name: "main", resources: { gpus: 1 } }],
+    },
+    ...overrides,
+  };
+}
