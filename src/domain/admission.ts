@@ -230,7 +230,7 @@ function checkOwnedKeys(spec: DeploymentSpec, role: Role, i: number, errors: Fie
     const spelled = arg.split("=", 1)[0]!;
     errors.push({
       pointer: role$(i, "extraArgs", j),
-      message: `${spelled}${spelled === owned.flag ? "" : ` (${owned.flag})`} is owned by berth for ${engine}: it is set from ${owned.controlledBy} (${owned.reason}); remove it from extraArgs, or take over the whole command with command`,
+      message: `${spelled}${spelled === owned.flag ? "" : ` (${owned.flag})`} is owned by berth for ${engine} and set from ${owned.controlledBy}: ${owned.reason}. Remove it from extraArgs, or take over the whole command with command`,
     });
   });
   role.env.forEach((env, j) => {
@@ -238,7 +238,7 @@ function checkOwnedKeys(spec: DeploymentSpec, role: Role, i: number, errors: Fie
     if (!owned) return;
     errors.push({
       pointer: role$(i, "env", j),
-      message: `environment variable ${env.name} is owned by berth for ${engine}: it is set from ${owned.controlledBy} (${owned.reason}); remove it from env, or take over the whole command with command`,
+      message: `environment variable ${env.name} is owned by berth for ${engine} and set from ${owned.controlledBy}: ${owned.reason}. Remove it from env, or take over the whole command with command`,
     });
   });
 }
@@ -257,7 +257,7 @@ function checkFit(role: Role, i: number, errors: FieldError[]): void {
     ].filter(Boolean);
     errors.push({
       pointer: role$(i, "parallelism", "tensor"),
-      message: `role "${role.name}" holds gpus × size = ${gpus} × ${role.size} = ${held} GPUs per instance, but tensor × pipeline × data = ${tensor} × ${pipeline} × ${data} = ${used}; make the two products equal${fixes.length > 0 ? ` (${fixes.join(", or ")})` : ""}`,
+      message: `role "${role.name}" holds gpus × size = ${gpus} × ${role.size} = ${held} GPUs per instance, but tensor × pipeline × data = ${tensor} × ${pipeline} × ${data} = ${used}; make the two products equal (${fixes.length > 0 ? fixes.join(", or ") : "change gpus, size or the parallel degrees"})`,
     });
   }
   if (data > 1 && dataLocal * role.size !== data) {

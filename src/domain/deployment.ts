@@ -7,6 +7,7 @@ import {
   DeploymentSpec,
   DeploymentSpecInput,
   DeploymentStatus,
+  strictObject,
 } from "./deployment-spec.ts";
 
 const ProjectIdField = z
@@ -14,8 +15,7 @@ const ProjectIdField = z
   .max(64)
   .describe("The project; implied by a project-bound key, required with an installation-wide key.");
 
-export const DeploymentCreate = z
-  .strictObject({
+export const DeploymentCreate = strictObject({
     name: DeploymentName,
     projectId: ProjectIdField.optional(),
     labels: DeploymentLabels.optional(),
@@ -24,8 +24,7 @@ export const DeploymentCreate = z
   .meta({ id: "DeploymentCreate" });
 export type DeploymentCreate = z.infer<typeof DeploymentCreate>;
 
-export const DeploymentReplace = z
-  .strictObject({
+export const DeploymentReplace = strictObject({
     name: DeploymentName.optional().describe("If given, must equal the current name (names are immutable)."),
     projectId: ProjectIdField.optional().describe("If given, must equal the current project."),
     labels: DeploymentLabels.optional().describe("Replaces every label; absent = no labels."),
@@ -35,8 +34,7 @@ export const DeploymentReplace = z
 export type DeploymentReplace = z.infer<typeof DeploymentReplace>;
 
 /** A merge patch: only its outer shape is checked here; the merged spec is validated in full. */
-export const DeploymentPatch = z
-  .strictObject({
+export const DeploymentPatch = strictObject({
     spec: z.record(z.string(), z.unknown()).optional().describe("RFC 7396 merge patch applied to the stored (defaulted) spec"),
     labels: z
       .record(z.string(), z.string().nullable())

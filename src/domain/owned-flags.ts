@@ -21,7 +21,7 @@ export interface OwnedEnv {
   reason: string;
 }
 
-const FIXED_ADDRESS = "berth (fixed: pods listen on 0.0.0.0 at berth's engine port)";
+const FIXED_ADDRESS = "berth itself (engines listen on 0.0.0.0 at a fixed port)";
 const MULTI_HOST = "spec.roles[].size (berth wires leader and members of a multi-host instance)";
 
 const VLLM_FLAGS: readonly OwnedFlag[] = [
@@ -67,11 +67,11 @@ const SGLANG_FLAGS: readonly OwnedFlag[] = [
   { flag: "--dist-init-addr", aliases: ["--nccl-init-addr"], controlledBy: MULTI_HOST, reason: "berth points every member at the leader's address" },
   { flag: "--disaggregation-mode", aliases: [], controlledBy: "spec.roles[].kind", reason: "a role's kind decides whether it prefills or decodes" },
   { flag: "--disaggregation-transfer-backend", aliases: [], controlledBy: "spec.kvTransfer.connector", reason: "prefill and decode must agree on the transfer backend" },
-  { flag: "--disaggregation-bootstrap-port", aliases: [], controlledBy: "berth (fixed bootstrap port)", reason: "the router tells decode where each prefill's bootstrap server listens" },
-  { flag: "--enable-metrics", aliases: [], controlledBy: "berth (always on)", reason: "the autoscaler and status read the engine's metrics, which SGLang serves only with this flag" },
+  { flag: "--disaggregation-bootstrap-port", aliases: [], controlledBy: "berth itself (a fixed bootstrap port)", reason: "the router tells decode where each prefill's bootstrap server listens" },
+  { flag: "--enable-metrics", aliases: [], controlledBy: "berth itself (always on)", reason: "the autoscaler and status read the engine's metrics, which SGLang serves only with this flag" },
 ];
 
-const BERTH_ENV: OwnedEnv = { name: "BERTH_*", controlledBy: "berth", reason: "berth's own variables (leader address, group size, member index, pod IP)" };
+const BERTH_ENV: OwnedEnv = { name: "BERTH_*", controlledBy: "berth itself", reason: "berth's own variables (leader address, group size, member index, pod IP)" };
 const HF_TOKEN_REASON = "a token belongs in a Secret; name it in spec.model.hfTokenSecret";
 
 const VLLM_ENV: readonly OwnedEnv[] = [

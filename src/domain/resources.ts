@@ -1,6 +1,7 @@
 // Request and response shapes of the non-deployment resources, and the envelopes every
 // resource shares (lists, problems). These zod schemas are also the OpenAPI components.
 import { z } from "zod";
+import { strictObject } from "./deployment-spec.ts";
 import { KEY_ROLES } from "./principal.ts";
 
 export const ProjectName = z
@@ -17,12 +18,10 @@ const MaxGpus = z
   .max(1_000_000)
   .describe("GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota.");
 
-export const ProjectCreate = z
-  .strictObject({ name: ProjectName, maxGpus: MaxGpus.optional() })
+export const ProjectCreate = strictObject({ name: ProjectName, maxGpus: MaxGpus.optional() })
   .meta({ id: "ProjectCreate" });
 
-export const ProjectPatch = z
-  .strictObject({ maxGpus: MaxGpus.nullable().optional().describe("A number sets the quota; null removes it.") })
+export const ProjectPatch = strictObject({ maxGpus: MaxGpus.nullable().optional().describe("A number sets the quota; null removes it.") })
   .meta({ id: "ProjectPatch" });
 
 export const Project = z
@@ -38,8 +37,7 @@ export const Project = z
   .meta({ id: "Project" });
 export type Project = z.infer<typeof Project>;
 
-export const ApiKeyCreate = z
-  .strictObject({
+export const ApiKeyCreate = strictObject({
     name: z.string().min(1).max(128).describe("What the key is for; shown in lists."),
     role: z.enum(KEY_ROLES).describe("viewer reads; editor also writes deployments; admin also manages projects and keys."),
     projectId: z
