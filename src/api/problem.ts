@@ -2,7 +2,7 @@
 // Domain errors map through one table; anything else is a 500 with no internals.
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { DomainError, InvalidRequest, MalformedBody } from "../domain/errors.ts";
+import { DomainError, InvalidRequest, MalformedBody, UnsupportedMediaType } from "../domain/errors.ts";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 const PROBLEM_BASE = "https://berth.dev/problems/";
@@ -51,6 +51,12 @@ export function problemFromError(error: unknown, requestId: string): Problem {
   if (error instanceof HTTPException) {
     return problemFromHttpException(error, requestId);
   }
+  if (isUnstorableText(error)) {
+    return problemFromError(
+      new InvalidRequest("The request contains a NUL character (U+0000), which cannot be stored; remove it.", []),
+      requestId,
+    );
+  }
   return {
     type: PROBLEM_BASE + "internal",
     title: "Internal error",
@@ -74,6 +80,11 @@ function problemFromHttpException(error: HTTPException, requestId: string): Prob
       instance: requestId,
     };
   }
+  if (error.status === 415) {
+    return problemFromError(new UnsupportedMediaType(
+        "The request's Content-Type is not accepted here; send application/json (PATCH also takes application/merge-patch+json).",
+      ), requestId);
+  }
   return {
     type: PROBLEM_BASE + (error.status >= 500 ? "internal" : "invalid-request"),
     title: error.status >= 500 ? "Internal error" : "The request is not valid",
@@ -81,6 +92,23 @@ function problemFromHttpException(error: HTTPException, requestId: string): Prob
     detail: error.message || "The request could not be handled.",
     instance: requestId,
   };
+}
+
+/**
+ * SQLSTATEs PostgreSQL (every driver) raises for text it cannot store: 22021 for NUL (0x00) in a
+ * text parameter, 22P05 for \u0000 in jsonb. Only a request can put NUL there (ids in paths and
+ * queries, body strings), so these are the caller's error, not a 500. Drizzle wraps the driver
+ * error in `cause`.
+ */
+const UNSTORABLE_TEXT_CODES = new Set(["22021", "22P05"]);
+
+function isUnstorableText(error: unknown): boolean {
+  for (let current = error, depth = 0; typeof current === "object" && current !== null && depth < 4; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && UNSTORABLE_TEXT_CODES.has(code)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 export function problemResponse(c: Context, problem: Problem, headers: Record<string, string> = {}): Response {

@@ -33,9 +33,32 @@ export const DeploymentReplace = strictObject({
   .meta({ id: "DeploymentReplace" });
 export type DeploymentReplace = z.infer<typeof DeploymentReplace>;
 
+/** Deeper than any spec field; a deeper patch is refused before the (recursive) merge runs. */
+const MAX_PATCH_DEPTH = 32;
+
+/** How deeply objects and arrays nest in a JSON value (a scalar is 0), counted without recursion. */
+function nestingDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (typeof current !== "object" || current === null) continue;
+    deepest = Math.max(deepest, depth + 1);
+    if (deepest > MAX_PATCH_DEPTH) return deepest;
+    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 /** A merge patch: only its outer shape is checked here; the merged spec is validated in full. */
 export const DeploymentPatch = strictObject({
-    spec: z.record(z.string(), z.unknown()).optional().describe("RFC 7396 merge patch applied to the stored (defaulted) spec"),
+    spec: z
+      .record(z.string(), z.unknown())
+      .refine((patch) => nestingDepth(patch) <= MAX_PATCH_DEPTH, {
+        error: `is nested more than ${MAX_PATCH_DEPTH} levels deep; no spec field lies that deep`,
+      })
+      .optional()
+      .describe("RFC 7396 merge patch applied to the stored (defaulted) spec"),
     labels: z
       .record(z.string(), z.string().nullable())
       .optional()
