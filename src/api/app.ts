@@ -13,20 +13,23 @@ import { zodIssuesToFieldErrors } from "../domain/deployment-spec.ts";
 import { InvalidRequest, NotFound } from "../domain/errors.ts";
 import { requireBearer } from "./auth.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
+import { registerApiReference, type DocsAssets } from "./docs.ts";
 import type { AppDeps, AppEnv } from "./env.ts";
 import { idempotentPosts } from "./idempotency.ts";
-import { registerDocs } from "./openapi.ts";
+import { registerOpenApiDocument } from "./openapi.ts";
 import { problemFromError, problemResponse } from "./problem.ts";
 
 export interface AppOptions extends AppDeps {
   /** Prometheus middleware and its /metrics handler (Node and Deno entries pass prom-client's). */
   metrics?: { middleware: MiddlewareHandler; handler: MiddlewareHandler };
+  /** The /docs UI bundle, read by the entry file; without it /docs says where the bundle is missing. */
+  docsAssets?: DocsAssets;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
-  const { metrics, ...deps } = options;
+  const { metrics, docsAssets, ...deps } = options;
   const app = new OpenAPIHono<AppEnv>({ defaultHook: throwValidationProblem });
 
   app.use("*", async (c, next) => {
@@ -58,7 +61,8 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   registerApiKeyRoutes(app);
   registerDeploymentRoutes(app);
   registerClusterRoutes(app);
-  registerDocs(app);
+  registerOpenApiDocument(app);
+  registerApiReference(app, docsAssets);
 
   app.notFound((c) => {
     const error = new NotFound(`No route ${c.req.method} ${c.req.path}; see /openapi.json for the API.`);

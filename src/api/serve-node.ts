@@ -3,7 +3,9 @@
 import { serve, type ServerType } from "@hono/node-server";
 import { prometheus } from "@hono/prometheus";
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { createDatabase, inferDriver, type Database } from "../../db/client.ts";
@@ -12,6 +14,7 @@ import { bootstrapInstallation } from "../services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG } from "../services/context.ts";
 import { createApp } from "./app.ts";
 import type { Config } from "./config.ts";
+import type { DocsAssets } from "./docs.ts";
 
 export async function openDatabase(config: Config): Promise<Database> {
   const driver = config.databaseDriver ?? inferDriver(config.databaseUrl);
@@ -23,6 +26,14 @@ export async function openDatabase(config: Config): Promise<Database> {
   if (!url) throw new Error(`DATABASE_URL is required with DATABASE_DRIVER=${driver}`);
   return createDatabase({ driver, url });
 }
+
+/** The /docs UI bundle from node_modules (the package exports no path to it, so go via its entry). */
+export const nodeDocsAssets: DocsAssets = {
+  scalarJs: async () => {
+    const entry = createRequire(import.meta.url).resolve("@scalar/api-reference");
+    return readFile(join(dirname(entry), "browser", "standalone.js"));
+  },
+};
 
 export interface RunningServer {
   url: string;
@@ -51,6 +62,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logger,
     checkDatabase: () => database.ping(),
     metrics: { middleware: registerMetrics, handler: printMetrics },
+    docsAssets: nodeDocsAssets,
   });
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
