@@ -1,8 +1,9 @@
 // SQL for API keys. Tokens are looked up by their SHA-256 only.
-import { and, eq, isNull, type SQL } from "drizzle-orm";
+import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { apiKeys, nextResourceVersion } from "../schema.ts";
 import { afterCursor, keysetOrder, type PageCursor } from "./pagination.ts";
+import { preparedPerDb } from "./prepared.ts";
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
@@ -14,11 +15,16 @@ export async function insertApiKey(db: Db, row: Omit<ApiKeyRow, "resourceVersion
   return created!;
 }
 
-export async function findActiveApiKeyByHash(db: Db, tokenHash: string): Promise<ApiKeyRow | undefined> {
-  const [row] = await db
+const activeKeyByHash = preparedPerDb((db) =>
+  db
     .select()
     .from(apiKeys)
-    .where(and(eq(apiKeys.tokenHash, tokenHash), isNull(apiKeys.revokedAt)));
+    .where(and(eq(apiKeys.tokenHash, sql.placeholder("tokenHash")), isNull(apiKeys.revokedAt)))
+    .prepare("active_api_key_by_hash"),
+);
+
+export async function findActiveApiKeyByHash(db: Db, tokenHash: string): Promise<ApiKeyRow | undefined> {
+  const [row] = await activeKeyByHash(db).execute({ tokenHash });
   return row;
 }
 

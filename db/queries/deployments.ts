@@ -4,6 +4,7 @@ import { and, eq, ne, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { deployments, nextResourceVersion } from "../schema.ts";
 import { afterCursor, keysetOrder, type PageCursor } from "./pagination.ts";
+import { preparedPerDb } from "./prepared.ts";
 
 export type DeploymentRow = typeof deployments.$inferSelect;
 export type NewDeploymentRow = Omit<DeploymentRow, "resourceVersion">;
@@ -17,16 +18,32 @@ export async function insertDeployment(db: Db, row: NewDeploymentRow): Promise<D
   return created;
 }
 
+// The hot reads are prepared once per database handle: building a drizzle query costs
+// more CPU than the round trip itself on a GET.
+const hotReads = preparedPerDb((db) => ({
+  byId: db.select().from(deployments).where(eq(deployments.id, sql.placeholder("id"))).prepare("deployment_by_id"),
+  byName: db
+    .select()
+    .from(deployments)
+    .where(eq(deployments.name, sql.placeholder("name")))
+    .limit(20)
+    .prepare("deployments_by_name"),
+  byNameInProject: db
+    .select()
+    .from(deployments)
+    .where(and(eq(deployments.name, sql.placeholder("name")), eq(deployments.projectId, sql.placeholder("projectId"))))
+    .prepare("deployment_by_name_in_project"),
+}));
+
 export async function findDeploymentById(db: Db, id: string): Promise<DeploymentRow | undefined> {
-  const [row] = await db.select().from(deployments).where(eq(deployments.id, id));
+  const [row] = await hotReads(db).byId.execute({ id });
   return row;
 }
 
 /** Every deployment with this name, optionally only in one project (names are unique per project). */
 export async function findDeploymentsByName(db: Db, name: string, projectId?: string): Promise<DeploymentRow[]> {
-  const filters = [eq(deployments.name, name)];
-  if (projectId) filters.push(eq(deployments.projectId, projectId));
-  return db.select().from(deployments).where(and(...filters)).limit(20);
+  const reads = hotReads(db);
+  return projectId ? reads.byNameInProject.execute({ name, projectId }) : reads.byName.execute({ name });
 }
 
 export async function lockDeployment(db: Db, id: string): Promise<DeploymentRow | undefined> {

@@ -31,9 +31,17 @@ export async function findProjectsByIds(db: Db, ids: string[]): Promise<ProjectR
   return db.select().from(projects).where(inArray(projects.id, ids));
 }
 
-/** Locks the project row until the transaction ends (quota checks). */
-export async function lockProject(db: Db, id: string): Promise<ProjectRow | undefined> {
-  const [row] = await db.select().from(projects).where(eq(projects.id, id)).for("update");
+/**
+ * Locks the project row until the transaction ends. `update` serialises quota checks
+ * and project deletion; `key share` only keeps the project from being deleted meanwhile,
+ * and lets writes in a project without a quota run side by side.
+ */
+export async function lockProject(
+  db: Db,
+  id: string,
+  strength: "update" | "key share" = "update",
+): Promise<ProjectRow | undefined> {
+  const [row] = await db.select().from(projects).where(eq(projects.id, id)).for(strength);
   return row;
 }
 

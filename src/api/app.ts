@@ -11,6 +11,7 @@ import { registerHealthRoutes } from "../../routes/health.ts";
 import { registerProjectRoutes } from "../../routes/projects/index.ts";
 import { zodIssuesToFieldErrors } from "../domain/deployment-spec.ts";
 import { InvalidRequest, NotFound } from "../domain/errors.ts";
+import { PrincipalCache } from "../services/auth/principal-cache.ts";
 import { requireBearer } from "./auth.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
 import { registerApiReference, type DocsAssets } from "./docs.ts";
@@ -29,7 +30,8 @@ export interface AppOptions extends AppDeps {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
-  const { metrics, docsAssets, ...deps } = options;
+  const { metrics, docsAssets, ...given } = options;
+  const deps: AppDeps = { ...given, principals: new PrincipalCache(given.config.authCacheSeconds * 1000) };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: throwValidationProblem });
 
   app.use("*", async (c, next) => {

@@ -15,6 +15,7 @@ export const Config = z
     DATABASE_DRIVER: z.enum(DRIVERS).optional(),
     BERTH_DATA_DIR: z.string().min(1).default("./.berth"),
     BERTH_ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+    BERTH_AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
     LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "silent"]).default("info"),
   })
   .transform((env) => ({
@@ -25,6 +26,7 @@ export const Config = z
     dataDir: env.BERTH_DATA_DIR,
     adminToken: env.BERTH_ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,
+    authCacheSeconds: env.BERTH_AUTH_CACHE_SECONDS,
   }));
 
 export type Config = z.output<typeof Config>;

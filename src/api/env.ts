@@ -4,6 +4,7 @@ import type { Context } from "hono";
 import type { Db } from "../../db/client.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
+import type { PrincipalCache } from "../services/auth/principal-cache.ts";
 import type { AppConfig, ServiceContext, SystemContext } from "../services/context.ts";
 
 export interface Logger {
@@ -17,6 +18,8 @@ export interface AppDeps {
   clock: Clock;
   config: AppConfig;
   logger: Logger;
+  /** Recently authenticated tokens of this instance (built by createApp). */
+  principals?: PrincipalCache;
   /** Resolves when the database answers; /readyz calls it. */
   checkDatabase(): Promise<void>;
 }
@@ -30,8 +33,8 @@ export type AppEnv = {
 };
 
 export function systemContext(c: Context<AppEnv>): SystemContext {
-  const { db, clock, config } = c.get("deps");
-  return { db, clock, config };
+  const { db, clock, config, principals } = c.get("deps");
+  return { db, clock, config, principals };
 }
 
 export function serviceContext(c: Context<AppEnv>): ServiceContext {

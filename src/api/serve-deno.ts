@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   const logger = leveledLogger(config.logLevel);
   const database = await openDatabase(config);
   await database.migrate();
-  const appConfig = { ...DEFAULT_APP_CONFIG, adminToken: config.adminToken };
+  const appConfig = { ...DEFAULT_APP_CONFIG, adminToken: config.adminToken, authCacheSeconds: config.authCacheSeconds };
   const { adminToken } = await bootstrapInstallation({ ctx: { db: database.db, clock: systemClock, config: appConfig } });
   if (adminToken) {
     // Printed once, on the first start of an empty database; only its hash is stored.

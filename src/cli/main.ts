@@ -10,6 +10,9 @@ commands:
   serve                 run the API (PORT, HOST, DATABASE_URL, BERTH_DATA_DIR, BERTH_ADMIN_TOKEN)
   migrate               apply database migrations and exit
   openapi [--out FILE]  print (or write) the OpenAPI 3.1 document
+  sim-engine [flags] -- <vllm or sglang command line>
+                        run the engine simulator in place of vLLM or SGLang
+  router [flags]        run the built-in request router
 `;
 
 function loadConfig(): Config {
@@ -49,6 +52,16 @@ async function main(argv: string[]): Promise<void> {
       const json = await renderOpenApiJson();
       if (values.out) writeFileSync(values.out, json);
       else process.stdout.write(json);
+      return;
+    }
+    case "sim-engine": {
+      const { runSimEngine } = await import("../sim/cli.ts");
+      await runSimEngine(rest);
+      return;
+    }
+    case "router": {
+      const { runRouter } = await import("../router/cli.ts");
+      await runRouter(rest);
       return;
     }
     default:

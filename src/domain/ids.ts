@@ -27,10 +27,12 @@ export function newId(kind: IdKind): string {
   return `${ID_PREFIXES[kind]}_${body}`;
 }
 
-const ID_BODY = `[${ALPHABET}]{${BODY_LENGTH}}`;
+const ID_PATTERNS = Object.fromEntries(
+  Object.entries(ID_PREFIXES).map(([kind, prefix]) => [kind, new RegExp(`^${prefix}_[${ALPHABET}]{${BODY_LENGTH}}$`)]),
+) as Record<IdKind, RegExp>;
 
 export function isId(kind: IdKind, value: string): boolean {
-  return new RegExp(`^${ID_PREFIXES[kind]}_${ID_BODY}$`).test(value);
+  return ID_PATTERNS[kind].test(value);
 }
 
 /** A random secret token with a readable prefix (`bp_` user keys, `ba_` agent credentials). */

@@ -3,12 +3,15 @@
 import type { Db } from "../../db/client.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
+import type { PrincipalCache } from "./auth/principal-cache.ts";
 
 export interface ServiceContext {
   db: Db;
   clock: Clock;
   principal: Principal;
   config: AppConfig;
+  /** This instance's memory of recently authenticated tokens; absent = none. */
+  principals?: PrincipalCache;
 }
 
 /** Context for work done before a caller is known (authentication, bootstrap). */
@@ -22,9 +25,12 @@ export interface AppConfig {
   maxBodyBytes: number;
   /** How long an Idempotency-Key is remembered. */
   idempotencyTtlSeconds: number;
+  /** How long an instance may reuse a token's principal without asking the database (0 = never). */
+  authCacheSeconds: number;
 }
 
 export const DEFAULT_APP_CONFIG: AppConfig = {
   maxBodyBytes: 1024 * 1024,
   idempotencyTtlSeconds: 24 * 60 * 60,
+  authCacheSeconds: 5,
 };

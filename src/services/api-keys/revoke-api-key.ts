@@ -10,4 +10,5 @@ export async function revokeApiKey({ ctx, input }: { ctx: ServiceContext; input:
   const visible = row && (row.projectId === null ? user.projectId === null : canSeeProject(user, row.projectId));
   if (!row || !visible) throw new NotFound(`No API key with id "${input.id}".`);
   if (row.revokedAt === null) await markRevoked(ctx.db, row.id, ctx.clock.now());
+  ctx.principals?.forgetKey(row.id);
 }

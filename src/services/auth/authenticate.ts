@@ -15,16 +15,32 @@ export async function authenticate({ ctx, input }: { ctx: SystemContext; input: 
     throw new Unauthorized("Send an API key as 'Authorization: Bearer <key>'.");
   }
   const token = match[1]!;
+  const now = ctx.clock.now();
+  const cached = ctx.principals?.get(token, now);
+  if (cached) return cached;
+  const principal = await lookUpPrincipal(ctx, token);
+  if (!principal) throw new Unauthorized("The API key is unknown or revoked.");
+  ctx.principals?.set(token, principal, now);
+  return principal;
+}
+
+async function lookUpPrincipal(ctx: SystemContext, token: string): Promise<Principal | undefined> {
   const hash = await sha256Hex(token);
-  if (ctx.config.adminToken && hash === (await sha256Hex(ctx.config.adminToken))) {
+  if (ctx.config.adminToken && hash === (await adminTokenHash(ctx.config.adminToken))) {
     return { kind: "user", keyId: ADMIN_TOKEN_KEY_ID, role: "admin", projectId: null };
   }
   if (token.startsWith("ba_")) {
     const credential = await findActiveAgentCredentialByHash(ctx.db, hash);
-    if (credential) return { kind: "agent", credentialId: credential.id, clusterId: credential.clusterId };
-  } else {
-    const key = await findActiveApiKeyByHash(ctx.db, hash);
-    if (key) return { kind: "user", keyId: key.id, role: key.role, projectId: key.projectId };
+    return credential && { kind: "agent", credentialId: credential.id, clusterId: credential.clusterId };
   }
-  throw new Unauthorized("The API key is unknown or revoked.");
+  const key = await findActiveApiKeyByHash(ctx.db, hash);
+  return key && { kind: "user", keyId: key.id, role: key.role, projectId: key.projectId };
+}
+
+/** The admin token's hash, computed once per configured token rather than per request. */
+const adminHashes = new Map<string, Promise<string>>();
+function adminTokenHash(token: string): Promise<string> {
+  let hash = adminHashes.get(token);
+  if (!hash) adminHashes.set(token, (hash = sha256Hex(token)));
+  return hash;
 }

@@ -3,7 +3,7 @@
 import type { Db } from "../../../db/client.ts";
 import { findClusterById } from "../../../db/queries/clusters.ts";
 import { listProjectSpecs } from "../../../db/queries/deployments.ts";
-import { lockProject } from "../../../db/queries/projects.ts";
+import { findProjectById, lockProject } from "../../../db/queries/projects.ts";
 import { admitDeploymentSpec, countGpus, type AdmissionContext } from "../../domain/admission.ts";
 import {
   applySpecDefaults,
@@ -17,22 +17,29 @@ export interface ClusterInventory {
   nodes?: { name: string; gpuType?: string; gpuCapacity?: number; gpuAllocatable?: number; gpuFree?: number }[];
 }
 
-/** Validates and defaults a raw spec, then applies every admission rule; throws 400 or 422. */
+/**
+ * Validates and defaults a spec, then applies every admission rule; throws 400 or 422.
+ * A spec the route already validated (`parsed`) is not parsed a second time.
+ */
 export async function admitSpec(
   db: Db,
-  input: { name: string; rawSpec: unknown; previous?: DeploymentSpec },
+  input: { name: string; previous?: DeploymentSpec } & ({ rawSpec: unknown } | { parsed: DeploymentSpecInput }),
 ): Promise<DeploymentSpec> {
-  const parsed = DeploymentSpecInput.safeParse(input.rawSpec);
-  if (!parsed.success) {
-    throw new InvalidRequest("The deployment spec is not valid.", zodIssuesToFieldErrors(parsed.error.issues, "/spec"));
-  }
-  const spec = applySpecDefaults(parsed.data);
+  const spec = applySpecDefaults("parsed" in input ? input.parsed : parseSpec(input.rawSpec));
   const context: AdmissionContext = { previous: input.previous, cluster: await clusterCapacity(db, spec) };
   const errors = admitDeploymentSpec(input.name, spec, context);
   if (errors.length > 0) {
     throw new InvalidSpec(`The deployment spec was not admitted (${errors.length} problem${errors.length > 1 ? "s" : ""}).`, errors);
   }
   return spec;
+}
+
+function parseSpec(rawSpec: unknown): DeploymentSpecInput {
+  const parsed = DeploymentSpecInput.safeParse(rawSpec);
+  if (!parsed.success) {
+    throw new InvalidRequest("The deployment spec is not valid.", zodIssuesToFieldErrors(parsed.error.issues, "/spec"));
+  }
+  return parsed.data;
 }
 
 /** The target cluster's GPUs when it has reported an inventory; unknown capacity checks nothing. */
@@ -58,11 +65,16 @@ async function clusterCapacity(db: Db, spec: DeploymentSpec): Promise<AdmissionC
 
 /**
  * Refuses a spec whose GPUs, with the project's other deployments, exceed `maxGpus`.
- * Must run inside the write's transaction: it locks the project row so two writes
- * in one project cannot both take the last GPUs.
+ * Must run inside the write's transaction: with a quota it locks the project row so
+ * two writes in one project cannot both take the last GPUs; without one it only keeps
+ * the project from being deleted underneath the write.
  */
 export async function checkQuota(tx: Db, projectId: string, spec: DeploymentSpec, exceptDeploymentId?: string): Promise<void> {
-  const project = await lockProject(tx, projectId);
+  // Choose the lock from an unlocked read and take it once: upgrading a shared lock to
+  // an exclusive one in two transactions at once would deadlock. (A quota set between
+  // the read and the lock is still checked below, just without the exclusive lock.)
+  const unlocked = await findProjectById(tx, projectId);
+  const project = await lockProject(tx, projectId, unlocked?.maxGpus === null ? "key share" : "update");
   if (!project) throw new NotFound(`No project with id "${projectId}".`);
   if (project.maxGpus === null) return;
   const others = await listProjectSpecs(tx, projectId, exceptDeploymentId);

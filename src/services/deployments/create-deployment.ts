@@ -27,7 +27,7 @@ export async function createDeployment({ ctx, input }: { ctx: ServiceContext; in
       { pointer: "/projectId", message: `no project with id "${projectId}"; list projects with GET /v1/projects` },
     ]);
   }
-  const spec = await admitSpec(ctx.db, { name: input.name, rawSpec: input.spec });
+  const spec = await admitSpec(ctx.db, { name: input.name, parsed: input.spec });
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     await checkQuota(tx, projectId, spec);

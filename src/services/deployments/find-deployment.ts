@@ -24,12 +24,12 @@ export async function findVisibleDeployment(ctx: ServiceContext, address: Deploy
 export async function findDeploymentIn(db: Db, ctx: ServiceContext, address: DeploymentAddress): Promise<DeploymentRow> {
   const user = requireUser(ctx.principal);
   const { idOrName } = address;
-  const notFound = new NotFound(`No deployment "${idOrName}"${address.projectId ? ` in project "${address.projectId}"` : ""}.`);
+  const notFound = () => new NotFound(`No deployment "${idOrName}"${address.projectId ? ` in project "${address.projectId}"` : ""}.`);
   if (idOrName.startsWith("dep_")) {
-    if (!isId("deployment", idOrName)) throw notFound;
+    if (!isId("deployment", idOrName)) throw notFound();
     const row = await findDeploymentById(db, idOrName);
-    if (!row || !canSeeProject(user, row.projectId)) throw notFound;
-    if (address.projectId && row.projectId !== address.projectId) throw notFound;
+    if (!row || !canSeeProject(user, row.projectId)) throw notFound();
+    if (address.projectId && row.projectId !== address.projectId) throw notFound();
     return row;
   }
   if (!NAME.test(idOrName)) {
@@ -39,7 +39,7 @@ export async function findDeploymentIn(db: Db, ctx: ServiceContext, address: Dep
   }
   const projectId = user.projectId ?? address.projectId;
   const rows = await findDeploymentsByName(db, idOrName, projectId);
-  if (rows.length === 0) throw notFound;
+  if (rows.length === 0) throw notFound();
   if (rows.length > 1) {
     const projects = rows.map((row) => row.projectId).sort();
     throw new Conflict(
