@@ -482,7 +482,12 @@ async function main(): Promise<void> {
     const withRatio = (result: CaseResult | undefined) =>
       result && bare ? { ...result, ratioToBare: Math.round((result.rps / bare.rps) * 1000) / 1000 } : result;
 
+    const floorId = fixture.deploymentIds[0]!;
+    const floor = record(
+      withRatio(await measure("bare + one pg read (floor)", `${servers.bare}/hello-db/${floorId}`, () => ({}))),
+    );
     const get = record(withRatio(await measure("GET /v1/deployments/{id}", servers.api, () => getOne(fixture))));
+    if (get && floor) get.note = `${Math.round((get.rps / floor.rps) * 100)}% of the one-read floor`;
     record(
       withRatio(
         await measure("LIST /v1/deployments?limit=50", `${servers.api}/v1/deployments?limit=50`, () => ({
@@ -569,6 +574,7 @@ async function main(): Promise<void> {
       targets.map((t) => `${t.pass ? "PASS" : "FAIL"}  ${t.name}: ${t.measured}`),
     );
     if (patch?.note) console.log(`  PATCH ${patch.note}`);
+    if (get?.note) console.log(`  GET one: ${get.note}`);
 
     if (ONLY) {
       log("BENCH_ONLY set: results file not written");
