@@ -1,16 +1,10 @@
-// The Deno entry of the API: `deno task serve`. Open the database, migrate, bootstrap and
+// The Deno entry of the API: `deno task serve`. Prepare the API (src/api/start.ts) and
 // serve app.fetch with Deno.serve; imports resolve through npm's node_modules
 // (deno.json "nodeModulesDir": "manual"). Everything Deno-specific stays in this file.
-import { prometheus } from "@hono/prometheus";
-import { Registry } from "prom-client";
-import { createDatabase, inferDriver, type Database } from "../../db/client.ts";
-import { systemClock } from "../domain/clock.ts";
-import { bootstrapInstallation } from "../services/bootstrap.ts";
-import { DEFAULT_APP_CONFIG } from "../services/context.ts";
-import { createApp } from "./app.ts";
 import { parseConfig, type Config } from "./config.ts";
 import type { DocsAssets } from "./docs.ts";
 import { consoleLogger, type Logger } from "./env.ts";
+import { prepareApi } from "./start.ts";
 
 // The slice of the Deno namespace this file uses, declared here so `tsc` (which has no Deno
 // types) checks the file too; at run time `Deno` is the real global.
@@ -40,17 +34,6 @@ function leveledLogger(level: Config["logLevel"]): Logger {
   };
 }
 
-async function openDatabase(config: Config): Promise<Database> {
-  const driver = config.databaseDriver ?? inferDriver(config.databaseUrl);
-  let url = config.databaseUrl;
-  if (driver === "pglite" && !url) {
-    url = `${config.dataDir.replace(/\/+$/, "")}/db`;
-    await Deno.mkdir(url, { recursive: true });
-  }
-  if (!url) throw new Error(`DATABASE_URL is required with DATABASE_DRIVER=${driver}`);
-  return createDatabase({ driver, url });
-}
-
 /** The /docs UI bundle, from the node_modules that deno.json points imports at. */
 const denoDocsAssets: DocsAssets = {
   scalarJs: () => Deno.readFile(new URL("../../node_modules/@scalar/api-reference/dist/browser/standalone.js", import.meta.url)),
@@ -65,48 +48,27 @@ async function main(): Promise<void> {
     Deno.exit(2);
   }
   const logger = leveledLogger(config.logLevel);
-  const database = await openDatabase(config);
-  await database.migrate();
-  const appConfig = { ...DEFAULT_APP_CONFIG, adminToken: config.adminToken, authCacheSeconds: config.authCacheSeconds };
-  const { adminToken } = await bootstrapInstallation({ ctx: { db: database.db, clock: systemClock, config: appConfig } });
-  if (adminToken) {
-    // Printed once, on the first start of an empty database; only its hash is stored.
-    Deno.stderr.writeSync(
-      new TextEncoder().encode(
-        `\nberth: created the installation admin key (shown only now, store it):\n\n  ${adminToken}\n\n` +
-          `  export BERTH_TOKEN=${adminToken}\n\n`,
-      ),
-    );
-  }
-  const { printMetrics, registerMetrics } = prometheus({
-    registry: new Registry(),
-    collectDefaultMetrics: true,
-    prefix: "berth_api_",
-  });
-  const app = createApp({
-    db: database.db,
-    clock: systemClock,
-    config: appConfig,
+  const api = await prepareApi(config, {
     logger,
-    checkDatabase: () => database.ping(),
-    metrics: { middleware: registerMetrics, handler: printMetrics },
     docsAssets: denoDocsAssets,
+    notify: (text) => Deno.stderr.writeSync(new TextEncoder().encode(text)),
+    makeDirectory: (path) => Deno.mkdir(path, { recursive: true }),
   });
   const server = Deno.serve(
     {
       hostname: config.host,
       port: config.port,
       onListen: ({ port }) =>
-        logger.info({ url: `http://${config.host}:${port}`, driver: database.driver, runtime: "deno" }, "berth API listening"),
+        logger.info({ url: `http://${config.host}:${port}`, driver: api.database.driver, runtime: "deno" }, "berth API listening"),
     },
-    app.fetch,
+    api.app.fetch,
   );
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
     stopping = true;
     await server.shutdown();
-    await database.close();
+    await api.close();
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGINT", stop);

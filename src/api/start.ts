@@ -1,0 +1,88 @@
+// What every long-running entry (Node, Deno) does before it serves: open the database,
+// migrate, bootstrap an empty installation (printing its admin key once), build the app
+// with Prometheus metrics, and run housekeeping on a timer. Runtime specifics — making
+// a directory, writing to stderr, logs, the docs bundle — are passed in.
+import { prometheus } from "@hono/prometheus";
+import { Registry } from "prom-client";
+import { createDatabase, inferDriver, type Database } from "../../db/client.ts";
+import { systemClock } from "../domain/clock.ts";
+import { bootstrapInstallation } from "../services/bootstrap.ts";
+import { DEFAULT_APP_CONFIG, type AppConfig } from "../services/context.ts";
+import { MAINTENANCE_INTERVAL_MS, runMaintenance } from "../services/maintenance.ts";
+import { createApp } from "./app.ts";
+import type { Config } from "./config.ts";
+import type { DocsAssets } from "./docs.ts";
+import type { Logger } from "./env.ts";
+
+export interface EntryRuntime {
+  logger: Logger;
+  docsAssets?: DocsAssets;
+  /** Writes a notice for the operator (stderr). */
+  notify(text: string): void;
+  /** Creates a directory and its parents (for the embedded database). */
+  makeDirectory(path: string): Promise<void>;
+}
+
+export async function openDatabase(config: Config, makeDirectory: EntryRuntime["makeDirectory"]): Promise<Database> {
+  const driver = config.databaseDriver ?? inferDriver(config.databaseUrl);
+  let url = config.databaseUrl;
+  if (driver === "pglite" && !url) {
+    url = `${config.dataDir.replace(/\/+$/, "")}/db`;
+    await makeDirectory(url);
+  }
+  if (!url) throw new Error(`DATABASE_URL is required with DATABASE_DRIVER=${driver}`);
+  return createDatabase({ driver, url });
+}
+
+export interface PreparedApi {
+  app: ReturnType<typeof createApp>;
+  database: Database;
+  /** Stops housekeeping and closes the database. */
+  close(): Promise<void>;
+}
+
+export async function prepareApi(config: Config, runtime: EntryRuntime): Promise<PreparedApi> {
+  const database = await openDatabase(config, runtime.makeDirectory);
+  await database.migrate();
+  const appConfig: AppConfig = {
+    ...DEFAULT_APP_CONFIG,
+    adminToken: config.adminToken,
+    authCacheSeconds: config.authCacheSeconds,
+  };
+  const ctx = { db: database.db, clock: systemClock, config: appConfig };
+  const { adminToken } = await bootstrapInstallation({ ctx });
+  if (adminToken) {
+    // Printed once, on the first start of an empty database; only its hash is stored.
+    runtime.notify(
+      `\nberth: created the installation admin key (shown only now, store it):\n\n  ${adminToken}\n\n` +
+        `  export BERTH_TOKEN=${adminToken}\n\n`,
+    );
+  }
+  const { printMetrics, registerMetrics } = prometheus({
+    registry: new Registry(),
+    collectDefaultMetrics: true,
+    prefix: "berth_api_",
+  });
+  const app = createApp({
+    ...ctx,
+    logger: runtime.logger,
+    checkDatabase: () => database.ping(),
+    metrics: { middleware: registerMetrics, handler: printMetrics },
+    docsAssets: runtime.docsAssets,
+  });
+  const maintenance = setInterval(() => {
+    runMaintenance({ ctx }).catch((error: unknown) =>
+      runtime.logger.warn({ err: String(error) }, "maintenance failed; will retry"),
+    );
+  }, MAINTENANCE_INTERVAL_MS);
+  // Node: housekeeping alone must not keep the process alive.
+  (maintenance as { unref?: () => void }).unref?.();
+  return {
+    app,
+    database,
+    close: async () => {
+      clearInterval(maintenance);
+      await database.close();
+    },
+  };
+}
