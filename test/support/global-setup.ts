@@ -9,18 +9,15 @@
 //
 // Temp dirs carry an `owner.pid` file; a later run stops and removes those whose owner
 // died without tearing down (SIGKILL, Ctrl-C during setup), so servers never pile up.
-import { execFile, spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { readFileSync, readdirSync, rmSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import net from "node:net";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { createDatabase } from "../../db/client.ts";
 import { startNeonProxy } from "./neon-proxy.ts";
+import { OWNER_FILE, PG_DIR_PREFIX, startPostgresServer, stopAndRemoveSync, type PostgresServer } from "./postgres-server.ts";
 import type { NeonProxy } from "./neon-proxy.ts";
 
 declare module "vitest" {
@@ -36,39 +33,14 @@ declare module "vitest" {
   }
 }
 
-const run = promisify(execFile);
-const PG_BIN = process.env.BERTH_PG_BIN ?? "/usr/lib/postgresql/15/bin";
 const TEMPLATE_DB = "berth_template";
-const PG_DIR_PREFIX = "berth-pg-";
 const SCRATCH_DIR_PREFIX = "berth-test-";
-const OWNER_FILE = "owner.pid";
-const isRoot = process.getuid?.() === 0;
 
 function log(message: string): void {
   if (process.env.BERTH_TEST_QUIET !== "1") console.log(`[global-setup] ${message}`);
 }
 
 /** A PostgreSQL binary, run as the `postgres` user when we are root (initdb/pg_ctl refuse root). */
-function pgCommand(bin: string, args: string[]): { file: string; args: string[] } {
-  const path = join(PG_BIN, bin);
-  return isRoot ? { file: "runuser", args: ["-u", "postgres", "--", path, ...args] } : { file: path, args };
-}
-
-async function runPg(bin: string, args: string[], cwd: string): Promise<void> {
-  const { file, args: argv } = pgCommand(bin, args);
-  await run(file, argv, { cwd, maxBuffer: 16 * 1024 * 1024 });
-}
-
-/** Stops the server of a temp dir (if one runs) and removes the dir; synchronous so it works on process exit. */
-function destroyPgDirSync(root: string): void {
-  const dataDir = join(root, "data");
-  if (existsSync(join(dataDir, "postmaster.pid"))) {
-    const { file, args } = pgCommand("pg_ctl", ["-D", dataDir, "-m", "immediate", "-w", "stop"]);
-    spawnSync(file, args, { cwd: root, stdio: "ignore" });
-  }
-  rmSync(root, { recursive: true, force: true });
-}
-
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -91,7 +63,7 @@ function sweepOrphans(): void {
     }
     if (!Number.isInteger(owner) || owner <= 0 || isAlive(owner)) continue;
     log(`removing leftover ${root} of dead process ${owner}`);
-    destroyPgDirSync(root);
+    stopAndRemoveSync(root);
   }
 }
 
@@ -99,48 +71,6 @@ async function makeOwnedTempDir(prefix: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   await writeFile(join(dir, OWNER_FILE), String(process.pid));
   return dir;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Runs initdb + pg_ctl start in `root` (already created, owned by us); returns the admin URL. */
-async function startLocalPostgres(root: string): Promise<string> {
-  const dataDir = join(root, "data");
-  const logFile = join(root, "postgres.log");
-  try {
-    if (isRoot) await run("chown", ["postgres:", root]);
-    await runPg("initdb", ["-D", dataDir, "-U", "app", "--auth=trust", "--no-sync", "-E", "UTF8", "--no-locale"], root);
-  } catch (error) {
-    throw new Error(`initdb failed: ${(error as Error).message}`);
-  }
-
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const port = await freePort();
-    const serverOptions = `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off`;
-    try {
-      // -l matters: without it the server inherits pg_ctl's stdout and execFile never returns.
-      await runPg("pg_ctl", ["-D", dataDir, "-l", logFile, "-w", "-t", "60", "-o", serverOptions, "start"], root);
-      return `postgres://app@127.0.0.1:${port}/postgres`;
-    } catch (error) {
-      lastError = error; // most likely the port was taken between freePort() and start; try another
-    }
-  }
-  let serverLog = "";
-  try {
-    serverLog = readFileSync(logFile, "utf8").split("\n").slice(-30).join("\n");
-  } catch {}
-  throw new Error(`pg_ctl start failed: ${(lastError as Error).message}\n${serverLog}`);
 }
 
 function withDatabase(url: string, database: string): string {
@@ -186,29 +116,25 @@ export default async function setup(project: TestProject): Promise<() => Promise
   sweepOrphans();
   const external = process.env.BERTH_TEST_DATABASE_URL;
   const scratch = await makeOwnedTempDir(SCRATCH_DIR_PREFIX);
-  const pgRoot = external ? undefined : await makeOwnedTempDir(PG_DIR_PREFIX);
+  let server: PostgresServer | undefined;
   let proxy: NeonProxy | undefined;
 
-  // Last resort when the process exits without running teardown (Ctrl-C, process.exit).
-  const onExit = () => {
-    if (pgRoot) destroyPgDirSync(pgRoot);
-    rmSync(scratch, { recursive: true, force: true });
-  };
+  // Last resort when the process exits without running teardown (Ctrl-C, process.exit);
+  // the server registers its own exit hook.
+  const onExit = () => rmSync(scratch, { recursive: true, force: true });
   process.once("exit", onExit);
 
   const teardown = async () => {
     await proxy?.close().catch(() => {});
-    if (pgRoot) {
-      await runPg("pg_ctl", ["-D", join(pgRoot, "data"), "-m", "immediate", "-w", "stop"], pgRoot).catch(() => {});
-      await rm(pgRoot, { recursive: true, force: true });
-    }
+    await server?.stop();
     await rm(scratch, { recursive: true, force: true });
     process.off("exit", onExit);
   };
 
   try {
     const postgresReady = (async () => {
-      const adminUrl = external ?? (await startLocalPostgres(pgRoot!));
+      if (!external) server = await startPostgresServer();
+      const adminUrl = external ?? server!.adminUrl;
       log(`postgres ready after ${Date.now() - started} ms${external ? " (BERTH_TEST_DATABASE_URL)" : ""}`);
       await prepareTemplate(adminUrl);
       log(`template migrated after ${Date.now() - started} ms`);

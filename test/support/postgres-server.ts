@@ -1,5 +1,5 @@
-// A throwaway PostgreSQL 15 server in a temp dir, for anything outside vitest that needs
-// a real server (bench/). Same layout and conventions as global-setup.ts: `<root>/data`,
+// A throwaway PostgreSQL 15 server in a temp dir, for the test run (global-setup.ts) and
+// anything else that needs a real server (bench/): `<root>/data`,
 // an `owner.pid` file, initdb/pg_ctl run as the `postgres` user when we are root (they
 // refuse root), `-l` so pg_ctl returns, and a synchronous stop on process exit.
 //
@@ -27,6 +27,11 @@ export interface PostgresServer {
   stop(): Promise<void>;
 }
 
+/** Prefix of the temp dirs holding a server; global-setup sweeps those whose owner died. */
+export const PG_DIR_PREFIX = "berth-pg-";
+/** File in each temp dir naming the pid of the process that owns it. */
+export const OWNER_FILE = "owner.pid";
+
 export interface PostgresServerOptions {
   /** Temp dir prefix; the default matches global-setup.ts, whose sweep then also removes dirs left by a killed run. */
   prefix?: string;
@@ -44,7 +49,8 @@ async function runPg(bin: string, args: string[], cwd: string): Promise<void> {
   await run(file, argv, { cwd, maxBuffer: 16 * 1024 * 1024 });
 }
 
-function stopSync(root: string): void {
+/** Stops the server of a temp dir (if one runs) and removes the dir; synchronous so it works on process exit. */
+export function stopAndRemoveSync(root: string): void {
   const dataDir = join(root, "data");
   if (existsSync(join(dataDir, "postmaster.pid"))) {
     const { file, args } = pgCommand("pg_ctl", ["-D", dataDir, "-m", "immediate", "-w", "stop"]);
@@ -66,16 +72,16 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startPostgresServer(options: PostgresServerOptions = {}): Promise<PostgresServer> {
-  const root = await mkdtemp(join(tmpdir(), options.prefix ?? "berth-pg-"));
-  await writeFile(join(root, "owner.pid"), String(process.pid));
-  const onExit = () => stopSync(root);
+  const root = await mkdtemp(join(tmpdir(), options.prefix ?? PG_DIR_PREFIX));
+  await writeFile(join(root, OWNER_FILE), String(process.pid));
+  const onExit = () => stopAndRemoveSync(root);
   process.once("exit", onExit);
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     process.off("exit", onExit);
-    stopSync(root);
+    stopAndRemoveSync(root);
   };
 
   const dataDir = join(root, "data");
