@@ -5,6 +5,8 @@
 import { sql } from "drizzle-orm";
 import {
   bigint,
+  bigserial,
+  customType,
   boolean,
   index,
   integer,
@@ -137,3 +139,32 @@ export const idempotencyKeys = pgTable(
 );
 
 export const nextResourceVersion = sql<number>`nextval('resource_version_seq')::bigint`;
+
+/** PostgreSQL's 64-bit transaction id; see `events.txId`. */
+const xid8 = customType<{ data: string }>({ dataType: () => "xid8" });
+
+/**
+ * The event log (transactional outbox): each state change inserts its event in the same
+ * transaction. `seq` orders events, but seqs are taken before commit, so a later seq can
+ * commit first; readers therefore only return events whose transaction id is older than
+ * every transaction still running (`pg_snapshot_xmin`), so no event is ever skipped.
+ */
+export const events = pgTable(
+  "events",
+  {
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
+    id: text("id").notNull(),
+    type: text("type").notNull(),
+    occurredAt: timestamp("occurred_at", { withTimezone: true, mode: "date" }).notNull(),
+    /** Null for installation-wide events (clusters). */
+    projectId: text("project_id"),
+    deploymentId: text("deployment_id"),
+    data: json("data").notNull(),
+    txId: xid8("tx_id").notNull().default(sql`pg_current_xact_id()`),
+  },
+  (t) => [
+    uniqueIndex("events_id_key").on(t.id),
+    index("events_project_seq_idx").on(t.projectId, t.seq),
+    index("events_deployment_seq_idx").on(t.deploymentId, t.seq),
+  ],
+);

@@ -7,6 +7,7 @@ import { requestId } from "hono/request-id";
 import { registerApiKeyRoutes } from "../../routes/api-keys/index.ts";
 import { registerClusterRoutes } from "../../routes/clusters/index.ts";
 import { registerDeploymentRoutes } from "../../routes/deployments/index.ts";
+import { registerEventRoutes } from "../../routes/events/index.ts";
 import { registerHealthRoutes } from "../../routes/health.ts";
 import { registerProjectRoutes } from "../../routes/projects/index.ts";
 import { zodIssuesToFieldErrors } from "../domain/deployment-spec.ts";
@@ -63,6 +64,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   registerApiKeyRoutes(app);
   registerDeploymentRoutes(app);
   registerClusterRoutes(app);
+  registerEventRoutes(app);
   registerOpenApiDocument(app);
   registerApiReference(app, docsAssets);
 

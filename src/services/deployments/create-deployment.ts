@@ -8,6 +8,7 @@ import { Conflict, Forbidden, InvalidRequest, InvalidSpec } from "../../domain/e
 import { newId } from "../../domain/ids.ts";
 import { requireUser } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
+import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
 import { admitSpec, checkQuota } from "./admit-spec.ts";
 import { toDeployment } from "./deployment-view.ts";
 
@@ -31,7 +32,7 @@ export async function createDeployment({ ctx, input }: { ctx: ServiceContext; in
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     await checkQuota(tx, projectId, spec);
-    return insertDeployment(tx, {
+    const created = await insertDeployment(tx, {
       id: newId("deployment"),
       projectId,
       name: input.name,
@@ -45,6 +46,15 @@ export async function createDeployment({ ctx, input }: { ctx: ServiceContext; in
       createdAt: now,
       updatedAt: now,
     });
+    if (created) {
+      await recordEvent(tx, now, {
+        type: "deployment.created",
+        projectId,
+        deploymentId: created.id,
+        data: { deployment: summarize(created), actor: actorOf(ctx.principal) },
+      });
+    }
+    return created;
   });
   if (!row) {
     throw new Conflict(`A deployment named "${input.name}" already exists in this project; choose another name or PATCH it.`);

@@ -5,6 +5,7 @@ import type { Deployment } from "../../domain/deployment.ts";
 import { NotFound } from "../../domain/errors.ts";
 import { requireUser } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
+import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
 import { toDeployment } from "./deployment-view.ts";
 import { checkIfMatch, findVisibleDeployment, type DeploymentAddress } from "./find-deployment.ts";
 
@@ -23,14 +24,27 @@ export async function deleteDeployment({
     const current = await lockDeployment(tx, found.id);
     if (!current) throw new NotFound(`No deployment "${input.address.idOrName}".`);
     checkIfMatch(current, input.ifMatch);
+    const now = ctx.clock.now();
+    const actor = actorOf(ctx.principal);
     if (current.clusterId === null) {
       await removeDeployment(tx, current.id);
+      await recordEvent(tx, now, {
+        type: "deployment.deleted",
+        projectId: current.projectId,
+        deploymentId: current.id,
+        data: { deployment: summarize(current), actor },
+      });
       return { removed: true };
     }
     if (current.deletionRequestedAt) return { removed: false, deployment: toDeployment(current) };
-    const now = ctx.clock.now();
     const status = { ...(current.status as Record<string, unknown>), phase: "Deleting" };
-    const row = await updateDeployment(tx, current.id, { deletionRequestedAt: now, status, phase: "Deleting" }, now);
-    return { removed: false, deployment: toDeployment(row!) };
+    const row = (await updateDeployment(tx, current.id, { deletionRequestedAt: now, status, phase: "Deleting" }, now))!;
+    await recordEvent(tx, now, {
+      type: "deployment.updated",
+      projectId: row.projectId,
+      deploymentId: row.id,
+      data: { deployment: summarize(row), actor, specChanged: false, labelsChanged: false, deletionRequested: true },
+    });
+    return { removed: false, deployment: toDeployment(row) };
   });
 }

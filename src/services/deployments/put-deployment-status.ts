@@ -8,6 +8,8 @@ import { NotFound } from "../../domain/errors.ts";
 import { isId } from "../../domain/ids.ts";
 import { requireAgent } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
+import { PHASE_EVENTS } from "../../domain/events.ts";
+import { recordEvent, summarize } from "../events/record-event.ts";
 import { toDeployment } from "./deployment-view.ts";
 
 export async function putDeploymentStatus({
@@ -28,7 +30,19 @@ export async function putDeploymentStatus({
     if (!mine) throw notFound;
     // A deletion the user asked for stays visible until the agent confirms removal.
     const status = current.deletionRequestedAt ? { ...input.status, phase: "Deleting" as const } : input.status;
-    return updateDeployment(tx, current.id, { status, phase: status.phase, clusterId: agent.clusterId }, ctx.clock.now());
+    const now = ctx.clock.now();
+    const updated = (await updateDeployment(tx, current.id, { status, phase: status.phase, clusterId: agent.clusterId }, now))!;
+    // Status writes are frequent; only entering Ready, Degraded or Failed is an event.
+    const phaseEvent = status.phase !== current.phase ? PHASE_EVENTS[status.phase] : undefined;
+    if (phaseEvent) {
+      await recordEvent(tx, now, {
+        type: phaseEvent,
+        projectId: updated.projectId,
+        deploymentId: updated.id,
+        data: { deployment: summarize(updated), previousPhase: current.phase, ...(status.message ? { message: status.message } : {}) },
+      });
+    }
+    return updated;
   });
-  return toDeployment(row!);
+  return toDeployment(row);
 }

@@ -12,6 +12,7 @@ import { admitSpec, checkQuota } from "./admit-spec.ts";
 import { toDeployment } from "./deployment-view.ts";
 import { checkIfMatch, findVisibleDeployment, type DeploymentAddress } from "./find-deployment.ts";
 import { countGpus } from "../../domain/admission.ts";
+import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
 
 export interface DeploymentWrite {
   address: DeploymentAddress;
@@ -43,12 +44,22 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
     if (specChanged && countGpus(spec) > countGpus(previous)) {
       await checkQuota(tx, current.projectId, spec, current.id);
     }
-    return updateDeployment(
+    const now = ctx.clock.now();
+    const updated = await updateDeployment(
       tx,
       current.id,
       { spec, labels: labels.data, generation: specChanged ? current.generation + 1 : current.generation },
-      ctx.clock.now(),
+      now,
     );
+    if (updated) {
+      await recordEvent(tx, now, {
+        type: "deployment.updated",
+        projectId: updated.projectId,
+        deploymentId: updated.id,
+        data: { deployment: summarize(updated), actor: actorOf(ctx.principal), specChanged, labelsChanged },
+      });
+    }
+    return updated;
   });
   if (!row) throw new NotFound(`No deployment "${write.address.idOrName}".`);
   return toDeployment(row);

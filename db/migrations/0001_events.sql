@@ -1,0 +1,14 @@
+CREATE TABLE "events" (
+	"seq" bigserial PRIMARY KEY NOT NULL,
+	"id" text NOT NULL,
+	"type" text NOT NULL,
+	"occurred_at" timestamp with time zone NOT NULL,
+	"project_id" text,
+	"deployment_id" text,
+	"data" json NOT NULL,
+	"tx_id" "xid8" DEFAULT pg_current_xact_id() NOT NULL
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX "events_id_key" ON "events" USING btree ("id");--> statement-breakpoint
+CREATE INDEX "events_project_seq_idx" ON "events" USING btree ("project_id","seq");--> statement-breakpoint
+CREATE INDEX "events_deployment_seq_idx" ON "events" USING btree ("deployment_id","seq");

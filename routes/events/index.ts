@@ -1,0 +1,43 @@
+// /v1/events: the append-only event log, read after a sequence number.
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { z } from "zod";
+import { serviceContext, type AppEnv } from "../../src/api/env.ts";
+import { AUTH_PROBLEMS, bearerSecurity, jsonContent, problems } from "../../src/api/route-kit.ts";
+import { EVENT_TYPES, Event } from "../../src/domain/events.ts";
+import { listOf } from "../../src/domain/resources.ts";
+import { listEvents } from "../../src/services/events/list-events.ts";
+
+const EventsQuery = z.object({
+  after: z.coerce.number().int().min(0).default(0).describe("Only events with a larger seq"),
+  limit: z.coerce.number().int().min(1).max(500).default(100).describe("Page size, 1–500"),
+  type: z
+    .union([z.enum(EVENT_TYPES), z.array(z.enum(EVENT_TYPES)).max(EVENT_TYPES.length)])
+    .optional()
+    .describe("Only these types; repeat the parameter for several"),
+  deploymentId: z.string().max(64).optional().describe("Only events about this deployment"),
+});
+
+export function registerEventRoutes(app: OpenAPIHono<AppEnv>) {
+  app.openapi(
+    createRoute({
+      operationId: "listEvents",
+      method: "get",
+      path: "/v1/events",
+      tags: ["Events"],
+      summary: "Read the event log after a sequence number",
+      description:
+        "Oldest first. An event appears only once every transaction that began before it has ended, " +
+        "so reading after the last seq you saw never skips one. nextCursor is the last seq when the page is full.",
+      security: bearerSecurity,
+      request: { query: EventsQuery },
+      responses: { 200: jsonContent(listOf(Event, "EventList"), "A page of events"), ...problems(...AUTH_PROBLEMS) },
+    }),
+    async (c) => {
+      const query = c.req.valid("query");
+      const types = query.type === undefined ? undefined : Array.isArray(query.type) ? query.type : [query.type];
+      const items = await listEvents({ ctx: serviceContext(c), input: { ...query, types } });
+      const last = items[items.length - 1];
+      return c.json({ items, nextCursor: items.length === query.limit && last ? String(last.seq) : null }, 200);
+    },
+  );
+}

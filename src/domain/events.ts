@@ -1,0 +1,118 @@
+// The event registry (DESIGN §10): every type berth emits, the envelope every event
+// shares, and the payload of each type. These schemas also describe the OpenAPI
+// `webhooks` section, so a receiver can generate types for what it is sent.
+import { z } from "zod";
+
+export const EVENT_TYPES = [
+  "deployment.created",
+  "deployment.updated",
+  "deployment.deleted",
+  "deployment.ready",
+  "deployment.degraded",
+  "deployment.failed",
+  "deployment.scaled",
+  "deployment.resized",
+  "replica.retiring",
+  "replica.retired",
+  "operation.started",
+  "operation.succeeded",
+  "operation.failed",
+  "cluster.connected",
+  "cluster.disconnected",
+  "request.ready",
+  "request.deployed",
+  "request.failed",
+  "webhook.disabled",
+  "webhook.test",
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+export const EventTypeSchema = z.enum(EVENT_TYPES).meta({ id: "EventType" });
+
+/** Types a webhook endpoint may subscribe to: all but `webhook.test`, which only the test verb sends. */
+export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((type) => type !== "webhook.test");
+
+export const Actor = z
+  .object({
+    kind: z.enum(["user", "agent", "autoscaler", "system"]).describe("Who made the change"),
+    keyId: z.string().optional().describe("The API key (user) or agent credential (agent) used"),
+  })
+  .meta({ id: "Actor" });
+export type Actor = z.infer<typeof Actor>;
+
+export const DeploymentSummary = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    projectId: z.string(),
+    generation: z.number().int(),
+    resourceVersion: z.number().int(),
+    phase: z.string(),
+  })
+  .meta({ id: "DeploymentSummary" });
+export type DeploymentSummary = z.infer<typeof DeploymentSummary>;
+
+export const DeploymentChangedData = z
+  .object({
+    deployment: DeploymentSummary,
+    actor: Actor,
+    specChanged: z.boolean().describe("Whether the spec (and so generation) changed"),
+    labelsChanged: z.boolean(),
+    deletionRequested: z.boolean().optional().describe("true when this change is a user's request to delete"),
+  })
+  .meta({ id: "DeploymentChangedData" });
+
+export const DeploymentLifecycleData = z
+  .object({ deployment: DeploymentSummary, actor: Actor.optional() })
+  .meta({ id: "DeploymentLifecycleData" });
+
+export const DeploymentPhaseData = z
+  .object({
+    deployment: DeploymentSummary,
+    previousPhase: z.string(),
+    message: z.string().optional().describe("Why, as the agent reported it"),
+  })
+  .meta({ id: "DeploymentPhaseData" });
+
+/** The payload of each type; types whose producer is not built yet carry a free-form object. */
+export const EVENT_DATA: Record<EventType, z.ZodType> = {
+  "deployment.created": DeploymentLifecycleData,
+  "deployment.updated": DeploymentChangedData,
+  "deployment.deleted": DeploymentLifecycleData,
+  "deployment.ready": DeploymentPhaseData,
+  "deployment.degraded": DeploymentPhaseData,
+  "deployment.failed": DeploymentPhaseData,
+  "deployment.scaled": z.record(z.string(), z.unknown()),
+  "deployment.resized": z.record(z.string(), z.unknown()),
+  "replica.retiring": z.record(z.string(), z.unknown()),
+  "replica.retired": z.record(z.string(), z.unknown()),
+  "operation.started": z.record(z.string(), z.unknown()),
+  "operation.succeeded": z.record(z.string(), z.unknown()),
+  "operation.failed": z.record(z.string(), z.unknown()),
+  "cluster.connected": z.record(z.string(), z.unknown()),
+  "cluster.disconnected": z.record(z.string(), z.unknown()),
+  "request.ready": z.record(z.string(), z.unknown()),
+  "request.deployed": z.record(z.string(), z.unknown()),
+  "request.failed": z.record(z.string(), z.unknown()),
+  "webhook.disabled": z.record(z.string(), z.unknown()),
+  "webhook.test": z.record(z.string(), z.unknown()),
+};
+
+export const Event = z
+  .object({
+    seq: z.number().int().describe("Global, increasing; resume a stream after it"),
+    id: z.string().describe("evt_…; also the webhook-id of its deliveries"),
+    type: EventTypeSchema,
+    occurredAt: z.string().datetime(),
+    projectId: z.string().nullable().describe("null for installation-wide events (clusters)"),
+    deploymentId: z.string().optional(),
+    data: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: "Event" });
+export type Event = z.infer<typeof Event>;
+
+/** Phases whose entry is an event of its own. */
+export const PHASE_EVENTS: Partial<Record<string, EventType>> = {
+  Ready: "deployment.ready",
+  Degraded: "deployment.degraded",
+  Failed: "deployment.failed",
+};

@@ -1,0 +1,37 @@
+// Reads the event log after a sequence number. A project-bound key sees only its
+// project's events; an installation key sees every event, installation-wide ones too.
+import { listCommittedEvents, type EventRow } from "../../../db/queries/events.ts";
+import type { Event, EventType } from "../../domain/events.ts";
+import { requireUser } from "../../domain/principal.ts";
+import type { ServiceContext } from "../context.ts";
+
+export interface ListEventsInput {
+  after: number;
+  limit: number;
+  types?: EventType[];
+  deploymentId?: string;
+}
+
+export function toEvent(row: EventRow): Event {
+  return {
+    seq: row.seq,
+    id: row.id,
+    type: row.type as EventType,
+    occurredAt: row.occurredAt.toISOString(),
+    projectId: row.projectId,
+    ...(row.deploymentId ? { deploymentId: row.deploymentId } : {}),
+    data: row.data as Record<string, unknown>,
+  };
+}
+
+export async function listEvents({ ctx, input }: { ctx: ServiceContext; input: ListEventsInput }): Promise<Event[]> {
+  const user = requireUser(ctx.principal);
+  const rows = await listCommittedEvents(ctx.db, {
+    after: input.after,
+    limit: input.limit,
+    types: input.types,
+    deploymentId: input.deploymentId,
+    projectId: user.projectId ?? undefined,
+  });
+  return rows.map(toEvent);
+}
