@@ -6,7 +6,6 @@ import { sql } from "drizzle-orm";
 import {
   bigint,
   bigserial,
-  customType,
   boolean,
   index,
   integer,
@@ -140,14 +139,11 @@ export const idempotencyKeys = pgTable(
 
 export const nextResourceVersion = sql<number>`nextval('resource_version_seq')::bigint`;
 
-/** PostgreSQL's 64-bit transaction id; see `events.txId`. */
-const xid8 = customType<{ data: string }>({ dataType: () => "xid8" });
-
 /**
  * The event log (transactional outbox): each state change inserts its event in the same
- * transaction. `seq` orders events, but seqs are taken before commit, so a later seq can
- * commit first; readers therefore only return events whose transaction id is older than
- * every transaction still running (`pg_snapshot_xmin`), so no event is ever skipped.
+ * transaction. Writers take one advisory lock just before inserting their event and hold
+ * it to commit (db/queries/events.ts), so events commit in `seq` order and a reader that
+ * resumes after seq N never misses a smaller seq that committed late.
  */
 export const events = pgTable(
   "events",
@@ -160,7 +156,6 @@ export const events = pgTable(
     projectId: text("project_id"),
     deploymentId: text("deployment_id"),
     data: json("data").notNull(),
-    txId: xid8("tx_id").notNull().default(sql`pg_current_xact_id()`),
   },
   (t) => [
     uniqueIndex("events_id_key").on(t.id),

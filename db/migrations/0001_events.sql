@@ -5,8 +5,7 @@ CREATE TABLE "events" (
 	"occurred_at" timestamp with time zone NOT NULL,
 	"project_id" text,
 	"deployment_id" text,
-	"data" json NOT NULL,
-	"tx_id" "xid8" DEFAULT pg_current_xact_id() NOT NULL
+	"data" json NOT NULL
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX "events_id_key" ON "events" USING btree ("id");--> statement-breakpoint

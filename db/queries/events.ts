@@ -1,13 +1,19 @@
-// SQL for the event log. Reads return only events whose transaction is older than every
-// transaction still running, so a reader that resumes after seq N never misses an event
-// with a smaller seq that committed late (see db/schema.ts `events`).
+// SQL for the event log. Event writers serialise on one transaction-scoped advisory lock
+// taken right before their insert and released at commit, so seqs commit in order: any
+// committed prefix of the log is final, and a reader resuming after seq N misses nothing.
+// Callers keep the event insert as the last statement of their transaction, so the lock
+// is held for one insert and the commit.
 import { and, asc, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { events } from "../schema.ts";
 
 export type EventRow = typeof events.$inferSelect;
 
-export async function insertEvent(db: Db, row: Omit<EventRow, "seq" | "txId">): Promise<EventRow> {
+/** Arbitrary, fixed: the advisory lock key of the event log. */
+const EVENT_LOG_LOCK = 727173;
+
+export async function insertEvent(db: Db, row: Omit<EventRow, "seq">): Promise<EventRow> {
+  await db.execute(sql`select pg_advisory_xact_lock(${EVENT_LOG_LOCK})`);
   const [created] = await db.insert(events).values(row).returning();
   return created!;
 }
@@ -22,10 +28,7 @@ export interface EventFilter {
 }
 
 export async function listCommittedEvents(db: Db, filter: EventFilter): Promise<EventRow[]> {
-  const filters: (SQL | undefined)[] = [
-    gt(events.seq, filter.after),
-    sql`${events.txId} < pg_snapshot_xmin(pg_current_snapshot())`,
-  ];
+  const filters: (SQL | undefined)[] = [gt(events.seq, filter.after)];
   if (filter.types && filter.types.length > 0) filters.push(inArray(events.type, filter.types));
   if (filter.deploymentId) filters.push(eq(events.deploymentId, filter.deploymentId));
   if (filter.projectId) filters.push(eq(events.projectId, filter.projectId));

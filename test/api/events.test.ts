@@ -13,13 +13,9 @@ describe.each(DRIVERS)("event log on %s", (driver) => {
     await api?.close();
   });
 
-  const eventsOf = async (deploymentId: string, token?: string) =>
-    (await api.call("GET", `/v1/events?deploymentId=${deploymentId}`, { token })).body.items as Array<{
-      seq: number;
-      type: string;
-      data: any;
-      projectId: string;
-    }>;
+  type Listed = { seq: number; type: string; data: any; projectId: string };
+  const eventsOf = async (deploymentId: string): Promise<Listed[]> =>
+    (await api.call("GET", `/v1/events?deploymentId=${deploymentId}`)).body.items;
 
   it("records create, update and delete in order, with actor and summary", async () => {
     const created = await api.call("POST", "/v1/deployments", { body: deploymentBody("evented", { projectId: api.defaultProjectId }) });
@@ -85,7 +81,7 @@ describe.each(DRIVERS)("event log on %s", (driver) => {
   });
 });
 
-describe("event visibility waits for earlier transactions (postgres)", () => {
+describe("events commit in seq order (postgres)", () => {
   let api: TestApi;
   beforeAll(async () => {
     api = await createTestApi("postgres");
@@ -94,24 +90,36 @@ describe("event visibility waits for earlier transactions (postgres)", () => {
     await api?.close();
   });
 
-  it("does not show a later seq while an earlier one is uncommitted", async () => {
+  it("holds a later event until an earlier uncommitted one commits", async () => {
     const slow = new pg.Client({ connectionString: api.database.url });
     await slow.connect();
     try {
+      // A writer that follows the protocol (lock, insert, …) but is slow to commit.
       await slow.query("begin");
+      await slow.query("select pg_advisory_xact_lock(727173)");
       await slow.query(
         `insert into events (id, type, occurred_at, project_id, data) values ('evt_slow', 'deployment.updated', now(), $1, '{}')`,
         [api.defaultProjectId],
       );
-      const created = await api.call("POST", "/v1/deployments", { body: deploymentBody("after-slow", { projectId: api.defaultProjectId }) });
-      const hidden = (await api.call("GET", "/v1/events?limit=500")).body.items.map((e: { id: string; deploymentId?: string }) => e.deploymentId);
-      expect(hidden).not.toContain(created.body.id);
+      let finished = false;
+      const creating = api
+        .call("POST", "/v1/deployments", { body: deploymentBody("after-slow", { projectId: api.defaultProjectId }) })
+        .then((res) => {
+          finished = true;
+          return res;
+        });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(finished).toBe(false);
+      const meanwhile = (await api.call("GET", "/v1/events?limit=500")).body.items as Array<{ id: string; seq: number }>;
+      expect(meanwhile.map((e) => e.id)).not.toContain("evt_slow");
       await slow.query("commit");
-      const shown = (await api.call("GET", "/v1/events?limit=500")).body.items as Array<{ id: string; deploymentId?: string }>;
-      const ids = shown.map((e) => e.id);
-      expect(ids).toContain("evt_slow");
-      expect(shown.map((e) => e.deploymentId)).toContain(created.body.id);
-      expect(ids.indexOf("evt_slow")).toBeLessThan(shown.findIndex((e) => e.deploymentId === created.body.id));
+      const created = await creating;
+      expect(created.status).toBe(201);
+      const shown = (await api.call("GET", "/v1/events?limit=500")).body.items as Array<{ id: string; seq: number; deploymentId?: string }>;
+      const slowSeq = shown.find((e) => e.id === "evt_slow")!.seq;
+      const createdSeq = shown.find((e) => e.deploymentId === created.body.id)!.seq;
+      expect(slowSeq).toBeLessThan(createdSeq);
+      expect(Math.max(...meanwhile.map((e) => e.seq))).toBeLessThan(slowSeq);
     } finally {
       await slow.end();
     }
