@@ -119,6 +119,24 @@ export const deployments = pgTable(
   ],
 );
 
+/**
+ * What remains of a deleted deployment, so readers that follow changes by
+ * resourceVersion (watchers, the agents' `desired` long-poll) learn of the deletion.
+ */
+export const deploymentTombstones = pgTable(
+  "deployment_tombstones",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id").notNull(),
+    clusterId: text("cluster_id"),
+    name: text("name").notNull(),
+    /** Taken at deletion from the one sequence, so it orders with every other change. */
+    resourceVersion,
+    deletedAt: timestamp("deleted_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [index("deployment_tombstones_rv_idx").on(t.resourceVersion)],
+);
+
 export const idempotencyKeys = pgTable(
   "idempotency_keys",
   {
