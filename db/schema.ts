@@ -109,6 +109,8 @@ export const deployments = pgTable(
     deletionRequestedAt: timestamp("deletion_requested_at", { withTimezone: true, mode: "date" }),
     generation: integer("generation").notNull(),
     resourceVersion,
+    /** The resourceVersion the deployment was created with: tells a watcher ADDED from MODIFIED. */
+    createdVersion: bigint("created_version", { mode: "number" }).notNull(),
     ...timestamps,
   },
   (t) => [
