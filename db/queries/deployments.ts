@@ -1,18 +1,23 @@
 // SQL for deployments. Writes that depend on what was read (If-Match, merge patches)
 // lock the row first so a check and its write are one atomic step.
-import { and, eq, ne, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, ne, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
-import { deployments, nextResourceVersion } from "../schema.ts";
+import { deploymentTombstones, deployments, nextResourceVersion } from "../schema.ts";
+import { lockChangeLog } from "./change-log.ts";
 import { afterCursor, keysetOrder, type PageCursor } from "./pagination.ts";
 import { preparedPerDb } from "./prepared.ts";
 
 export type DeploymentRow = typeof deployments.$inferSelect;
-export type NewDeploymentRow = Omit<DeploymentRow, "resourceVersion">;
+export type NewDeploymentRow = Omit<DeploymentRow, "resourceVersion" | "createdVersion">;
 
+/** Inside a transaction: takes the change-log lock, so resourceVersions commit in order. */
 export async function insertDeployment(db: Db, row: NewDeploymentRow): Promise<DeploymentRow | undefined> {
+  await lockChangeLog(db);
+  const [taken] = await db.select({ version: nextResourceVersion }).from(sql`(select 1) as one`);
+  const version = Number(taken!.version);
   const [created] = await db
     .insert(deployments)
-    .values({ ...row, resourceVersion: nextResourceVersion })
+    .values({ ...row, resourceVersion: version, createdVersion: version })
     .onConflictDoNothing({ target: [deployments.projectId, deployments.name] })
     .returning();
   return created;
@@ -86,13 +91,17 @@ export type DeploymentChanges = Partial<
   Pick<DeploymentRow, "labels" | "spec" | "status" | "phase" | "generation" | "clusterId" | "deletionRequestedAt">
 >;
 
-/** Applies changes and takes a new resourceVersion; every change, spec or status, takes one. */
+/**
+ * Applies changes and takes a new resourceVersion; every change, spec or status, takes one.
+ * Inside a transaction: takes the change-log lock, so resourceVersions commit in order.
+ */
 export async function updateDeployment(
   db: Db,
   id: string,
   changes: DeploymentChanges,
   updatedAt: Date,
 ): Promise<DeploymentRow | undefined> {
+  await lockChangeLog(db);
   const [row] = await db
     .update(deployments)
     .set({ ...changes, updatedAt, resourceVersion: nextResourceVersion })
@@ -101,7 +110,84 @@ export async function updateDeployment(
   return row;
 }
 
-export async function deleteDeployment(db: Db, id: string): Promise<boolean> {
-  const rows = await db.delete(deployments).where(eq(deployments.id, id)).returning({ id: deployments.id });
-  return rows.length > 0;
+/** Removes the row and leaves a tombstone with a new resourceVersion (inside a transaction). */
+export async function deleteDeployment(db: Db, id: string, deletedAt: Date): Promise<boolean> {
+  await lockChangeLog(db);
+  const rows = await db.delete(deployments).where(eq(deployments.id, id)).returning();
+  const row = rows[0];
+  if (!row) return false;
+  await db.insert(deploymentTombstones).values({
+    id: row.id,
+    projectId: row.projectId,
+    clusterId: row.clusterId,
+    name: row.name,
+    resourceVersion: nextResourceVersion,
+    deletedAt,
+  });
+  return true;
+}
+
+export type DeploymentChange =
+  | { kind: "upsert"; resourceVersion: number; row: DeploymentRow }
+  | { kind: "delete"; resourceVersion: number; tombstone: typeof deploymentTombstones.$inferSelect };
+
+/**
+ * Every deployment and tombstone changed after `afterVersion`, oldest change first.
+ * Deployment writes commit in resourceVersion order (change-log lock), so a reader
+ * that resumes after the last version it saw misses nothing.
+ */
+export async function listDeploymentChanges(
+  db: Db,
+  filter: { afterVersion: number; limit: number; projectId?: string; clusterId?: string; includeDeletions: boolean },
+): Promise<DeploymentChange[]> {
+  const rowFilters: SQL[] = [gt(deployments.resourceVersion, filter.afterVersion)];
+  if (filter.projectId) rowFilters.push(eq(deployments.projectId, filter.projectId));
+  if (filter.clusterId) rowFilters.push(eq(deployments.clusterId, filter.clusterId));
+  const rows = await db
+    .select()
+    .from(deployments)
+    .where(and(...rowFilters))
+    .orderBy(asc(deployments.resourceVersion))
+    .limit(filter.limit);
+  const changes: DeploymentChange[] = rows.map((row) => ({ kind: "upsert", resourceVersion: row.resourceVersion, row }));
+  // A list cut at `limit` is complete only up to its last version; past that, the other
+  // list's changes could overtake ones not yet read.
+  let completeUpTo = rows.length === filter.limit ? rows[rows.length - 1]!.resourceVersion : Infinity;
+  if (filter.includeDeletions) {
+    const stoneFilters: SQL[] = [gt(deploymentTombstones.resourceVersion, filter.afterVersion)];
+    if (filter.projectId) stoneFilters.push(eq(deploymentTombstones.projectId, filter.projectId));
+    if (filter.clusterId) stoneFilters.push(eq(deploymentTombstones.clusterId, filter.clusterId));
+    const stones = await db
+      .select()
+      .from(deploymentTombstones)
+      .where(and(...stoneFilters))
+      .orderBy(asc(deploymentTombstones.resourceVersion))
+      .limit(filter.limit);
+    changes.push(...stones.map((tombstone) => ({ kind: "delete" as const, resourceVersion: tombstone.resourceVersion, tombstone })));
+    if (stones.length === filter.limit) completeUpTo = Math.min(completeUpTo, stones[stones.length - 1]!.resourceVersion);
+  }
+  changes.sort((a, b) => a.resourceVersion - b.resourceVersion);
+  return changes.filter((change) => change.resourceVersion <= completeUpTo);
+}
+
+/**
+ * Every current deployment (at most `limit`) and the newest resourceVersion of any
+ * deployment or tombstone, read in one snapshot: a watcher that lists these and then
+ * follows changes after that version misses nothing and replays nothing.
+ */
+export async function snapshotDeployments(
+  db: Db,
+  filter: { limit: number; projectId?: string },
+): Promise<{ rows: DeploymentRow[]; resourceVersion: number }> {
+  return db.transaction(
+    async (tx) => {
+      const where = filter.projectId ? eq(deployments.projectId, filter.projectId) : undefined;
+      const rows = await tx.select().from(deployments).where(where).orderBy(asc(deployments.resourceVersion)).limit(filter.limit);
+      const [latest] = await tx
+        .select({ rv: sql<string | null>`greatest((select max(resource_version) from deployments), (select max(resource_version) from deployment_tombstones))` })
+        .from(sql`(select 1) as one`);
+      return { rows, resourceVersion: Number(latest?.rv ?? 0) };
+    },
+    { isolationLevel: "repeatable read", accessMode: "read only" },
+  );
 }

@@ -1,19 +1,15 @@
-// SQL for the event log. Event writers serialise on one transaction-scoped advisory lock
-// taken right before their insert and released at commit, so seqs commit in order: any
-// committed prefix of the log is final, and a reader resuming after seq N misses nothing.
-// Callers keep the event insert as the last statement of their transaction, so the lock
-// is held for one insert and the commit.
-import { and, asc, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
+// SQL for the event log. Inserts take the change-log lock (change-log.ts), so seqs commit
+// in order: any committed prefix of the log is final, and a reader resuming after seq N
+// misses nothing. Callers keep the event insert among the last writes of their transaction.
+import { and, asc, eq, gt, inArray, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { events } from "../schema.ts";
+import { lockChangeLog } from "./change-log.ts";
 
 export type EventRow = typeof events.$inferSelect;
 
-/** Arbitrary, fixed: the advisory lock key of the event log. */
-const EVENT_LOG_LOCK = 727173;
-
 export async function insertEvent(db: Db, row: Omit<EventRow, "seq">): Promise<EventRow> {
-  await db.execute(sql`select pg_advisory_xact_lock(${EVENT_LOG_LOCK})`);
+  await lockChangeLog(db);
   const [created] = await db.insert(events).values(row).returning();
   return created!;
 }

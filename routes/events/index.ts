@@ -6,6 +6,9 @@ import { AUTH_PROBLEMS, bearerSecurity, jsonContent, problems } from "../../src/
 import { EVENT_TYPES, Event } from "../../src/domain/events.ts";
 import { listOf } from "../../src/domain/resources.ts";
 import { listEvents } from "../../src/services/events/list-events.ts";
+import { resumePoint, streamPolled } from "../../src/api/sse.ts";
+
+const STREAM_BATCH = 100;
 
 const EventsQuery = z.object({
   after: z.coerce.number().int().min(0).default(0).describe("Only events with a larger seq"),
@@ -38,6 +41,39 @@ export function registerEventRoutes(app: OpenAPIHono<AppEnv>) {
       const items = await listEvents({ ctx: serviceContext(c), input: { ...query, types } });
       const last = items[items.length - 1];
       return c.json({ items, nextCursor: items.length === query.limit && last ? String(last.seq) : null }, 200);
+    },
+  );
+  app.openapi(
+    createRoute({
+      operationId: "streamEvents",
+      method: "get",
+      path: "/v1/events/stream",
+      tags: ["Events"],
+      summary: "Follow the event log as server-sent events",
+      description:
+        "Each event is an SSE message whose `id` is its seq, `event` its type and `data` the Event. " +
+        "Reconnect with `Last-Event-ID` (or `?after=`) to resume with no gap. A comment line is sent when idle.",
+      security: bearerSecurity,
+      request: { query: EventsQuery.omit({ limit: true }) },
+      responses: {
+        200: { description: "An endless text/event-stream", content: { "text/event-stream": { schema: z.string() } } },
+        ...problems(...AUTH_PROBLEMS),
+      },
+    }),
+    (c) => {
+      const query = c.req.valid("query");
+      const types = query.type === undefined ? undefined : Array.isArray(query.type) ? query.type : [query.type];
+      const ctx = serviceContext(c);
+      return streamPolled(c, {
+        after: resumePoint(c, query.after),
+        batchSize: STREAM_BATCH,
+        poll: async (after) =>
+          (await listEvents({ ctx, input: { after, limit: STREAM_BATCH, types, deploymentId: query.deploymentId } })).map((event) => ({
+            id: event.seq,
+            event: event.type,
+            data: event,
+          })),
+      }) as never;
     },
   );
 }

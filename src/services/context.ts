@@ -27,10 +27,16 @@ export interface AppConfig {
   idempotencyTtlSeconds: number;
   /** How long an instance may reuse a token's principal without asking the database (0 = never). */
   authCacheSeconds: number;
+  /** How often an open event or watch stream looks for changes. */
+  streamPollMs: number;
+  /** After this long without an event, a stream sends a comment so proxies keep it open. */
+  streamHeartbeatMs: number;
 }
 
 export const DEFAULT_APP_CONFIG: AppConfig = {
   maxBodyBytes: 1024 * 1024,
   idempotencyTtlSeconds: 24 * 60 * 60,
   authCacheSeconds: 5,
+  streamPollMs: 500,
+  streamHeartbeatMs: 15_000,
 };
