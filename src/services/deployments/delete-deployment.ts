@@ -27,7 +27,7 @@ export async function deleteDeployment({
     const now = ctx.clock.now();
     const actor = actorOf(ctx.principal);
     if (current.clusterId === null) {
-      await removeDeployment(tx, current.id);
+      await removeDeployment(tx, current.id, now);
       await recordEvent(tx, now, {
         type: "deployment.deleted",
         projectId: current.projectId,
