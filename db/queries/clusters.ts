@@ -1,5 +1,5 @@
 // SQL for clusters and their agent credentials.
-import { and, eq, isNull, gt, type SQL } from "drizzle-orm";
+import { and, eq, isNull, gt, lt, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { agentCredentials, clusters, nextResourceVersion } from "../schema.ts";
 import { afterCursor, keysetOrder, type PageCursor } from "./pagination.ts";
@@ -51,4 +51,27 @@ export async function findActiveAgentCredentialByHash(db: Db, tokenHash: string)
     .from(agentCredentials)
     .where(and(eq(agentCredentials.tokenHash, tokenHash), isNull(agentCredentials.revokedAt)));
   return row;
+}
+
+export async function recordHeartbeat(
+  db: Db,
+  id: string,
+  beat: { at: Date; agentVersion: string; inventory: unknown },
+): Promise<ClusterRow | undefined> {
+  const [row] = await db
+    .update(clusters)
+    .set({ lastHeartbeatAt: beat.at, agentVersion: beat.agentVersion, inventory: beat.inventory, updatedAt: beat.at })
+    .where(eq(clusters.id, id))
+    .returning();
+  return row;
+}
+
+export async function lockCluster(db: Db, id: string): Promise<ClusterRow | undefined> {
+  const [row] = await db.select().from(clusters).where(eq(clusters.id, id)).for("update");
+  return row;
+}
+
+/** Clusters whose last heartbeat is older than `before` (candidates for a disconnected notice). */
+export async function listSilentClusters(db: Db, before: Date): Promise<ClusterRow[]> {
+  return db.select().from(clusters).where(lt(clusters.lastHeartbeatAt, before)).limit(1000);
 }

@@ -1,6 +1,6 @@
 // SQL for deployments. Writes that depend on what was read (If-Match, merge patches)
 // lock the row first so a check and its write are one atomic step.
-import { and, asc, eq, gt, ne, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, isNull, ne, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { deploymentTombstones, deployments, nextResourceVersion } from "../schema.ts";
 import { lockChangeLog } from "./change-log.ts";
@@ -177,11 +177,14 @@ export async function listDeploymentChanges(
  */
 export async function snapshotDeployments(
   db: Db,
-  filter: { limit: number; projectId?: string },
+  filter: { limit: number; projectId?: string; clusterId?: string },
 ): Promise<{ rows: DeploymentRow[]; resourceVersion: number }> {
   return db.transaction(
     async (tx) => {
-      const where = filter.projectId ? eq(deployments.projectId, filter.projectId) : undefined;
+      const where = and(
+        filter.projectId ? eq(deployments.projectId, filter.projectId) : undefined,
+        filter.clusterId ? eq(deployments.clusterId, filter.clusterId) : undefined,
+      );
       const rows = await tx.select().from(deployments).where(where).orderBy(asc(deployments.resourceVersion)).limit(filter.limit);
       const [latest] = await tx
         .select({ rv: sql<string | null>`greatest((select max(resource_version) from deployments), (select max(resource_version) from deployment_tombstones))` })
@@ -190,4 +193,23 @@ export async function snapshotDeployments(
     },
     { isolationLevel: "repeatable read", accessMode: "read only" },
   );
+}
+
+/**
+ * Gives a cluster every deployment no cluster has yet (those that name no cluster, or
+ * name this one): the first cluster to register takes them. Inside a transaction.
+ */
+export async function assignUnassignedDeployments(db: Db, clusterId: string, now: Date): Promise<number> {
+  await lockChangeLog(db);
+  const rows = await db
+    .update(deployments)
+    .set({ clusterId, updatedAt: now, resourceVersion: nextResourceVersion })
+    .where(
+      and(
+        isNull(deployments.clusterId),
+        sql`(${deployments.spec}->>'clusterId' is null or ${deployments.spec}->>'clusterId' = ${clusterId})`,
+      ),
+    )
+    .returning({ id: deployments.id });
+  return rows.length;
 }

@@ -1,15 +1,18 @@
 // SQL for the event log. Inserts take the change-log lock (change-log.ts), so seqs commit
 // in order: any committed prefix of the log is final, and a reader resuming after seq N
 // misses nothing. Callers keep the event insert among the last writes of their transaction.
-import { and, asc, eq, gt, inArray, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { events } from "../schema.ts";
 import { lockChangeLog } from "./change-log.ts";
 
 export type EventRow = typeof events.$inferSelect;
 
+/** The NOTIFY channel on which each committed event is announced (the webhook dispatcher listens). */
+export const EVENTS_CHANNEL = "berth_events";
+
 export async function insertEvent(db: Db, row: Omit<EventRow, "seq">): Promise<EventRow> {
-  await lockChangeLog(db);
+  await lockChangeLog(db, EVENTS_CHANNEL);
   const [created] = await db.insert(events).values(row).returning();
   return created!;
 }
@@ -34,4 +37,20 @@ export async function listCommittedEvents(db: Db, filter: EventFilter): Promise<
     .where(and(...filters))
     .orderBy(asc(events.seq))
     .limit(filter.limit);
+}
+
+/** The newest cluster.connected/disconnected event of a cluster: its last announced state. */
+export async function lastClusterConnectionEvent(db: Db, clusterId: string): Promise<EventRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(events)
+    .where(
+      and(
+        inArray(events.type, ["cluster.connected", "cluster.disconnected"]),
+        sql`${events.data}->>'clusterId' = ${clusterId}`,
+      ),
+    )
+    .orderBy(desc(events.seq))
+    .limit(1);
+  return row;
 }

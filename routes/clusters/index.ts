@@ -7,28 +7,15 @@ import { AUTH_PROBLEMS, BODY_PROBLEMS, bearerSecurity, jsonBody, jsonContent, pr
 import { createCluster } from "../../src/services/clusters/create-cluster.ts";
 import { getCluster } from "../../src/services/clusters/get-cluster.ts";
 import { registerAgent } from "../../src/services/clusters/register-agent.ts";
+import { listClusters } from "../../src/services/clusters/list-clusters.ts";
+import { Cluster } from "../../src/domain/cluster.ts";
+import { ListQuery, listOf } from "../../src/domain/resources.ts";
 
 const ClusterName = z
   .string()
   .min(1)
   .max(63)
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1123 label");
-
-const Cluster = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    status: z.object({
-      phase: z.enum(["Pending", "Connected", "Disconnected"]),
-      lastHeartbeatAt: z.string().nullable(),
-      agentVersion: z.string().nullable(),
-    }),
-    inventory: z.object({ nodes: z.array(z.record(z.string(), z.union([z.string(), z.number()]))) }).nullable().describe("Last inventory the agent reported; null until then"),
-    resourceVersion: z.number().int(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-  })
-  .meta({ id: "Cluster" });
 
 export function registerClusterRoutes(app: OpenAPIHono<AppEnv>) {
   app.openapi(
@@ -49,6 +36,19 @@ export function registerClusterRoutes(app: OpenAPIHono<AppEnv>) {
       const created = await createCluster({ ctx: serviceContext(c), input: c.req.valid("json") });
       return c.json(created, 201, { Location: `/v1/clusters/${created.cluster.id}` });
     },
+  );
+  app.openapi(
+    createRoute({
+      operationId: "listClusters",
+      method: "get",
+      path: "/v1/clusters",
+      tags: ["Clusters"],
+      summary: "List clusters with their connection state and inventory",
+      security: bearerSecurity,
+      request: { query: ListQuery },
+      responses: { 200: jsonContent(listOf(Cluster, "ClusterList"), "A page of clusters"), ...problems(...AUTH_PROBLEMS) },
+    }),
+    async (c) => c.json(await listClusters({ ctx: serviceContext(c), input: c.req.valid("query") }), 200),
   );
   app.openapi(
     createRoute({

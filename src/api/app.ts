@@ -4,6 +4,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { requestId } from "hono/request-id";
+import { registerAgentRoutes } from "../../routes/agent/index.ts";
 import { registerApiKeyRoutes } from "../../routes/api-keys/index.ts";
 import { registerClusterRoutes } from "../../routes/clusters/index.ts";
 import { registerDeploymentRoutes } from "../../routes/deployments/index.ts";
@@ -64,6 +65,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   registerApiKeyRoutes(app);
   registerDeploymentRoutes(app);
   registerClusterRoutes(app);
+  registerAgentRoutes(app);
   registerEventRoutes(app);
   registerOpenApiDocument(app);
   registerApiReference(app, docsAssets);

@@ -1,11 +1,13 @@
 // Housekeeping any instance may run at any time (several at once is harmless):
-// forget Idempotency-Keys past their TTL so the table stays small.
+// announce clusters that went silent, and forget Idempotency-Keys past their TTL.
 import { purgeExpiredIdempotencyKeys } from "../../db/queries/idempotency.ts";
+import { sweepClusters } from "./agent/sweep-clusters.ts";
 import type { SystemContext } from "./context.ts";
 
-/** How often the serve entries run housekeeping. */
-export const MAINTENANCE_INTERVAL_MS = 10 * 60 * 1000;
+/** How often the serve entries run housekeeping: well inside the 30 s heartbeat budget. */
+export const MAINTENANCE_INTERVAL_MS = 10_000;
 
 export async function runMaintenance({ ctx }: { ctx: SystemContext }): Promise<void> {
+  await sweepClusters({ ctx });
   await purgeExpiredIdempotencyKeys(ctx.db, ctx.clock.now());
 }

@@ -198,6 +198,8 @@ describe.each(DRIVERS)("deployments on %s", (driver) => {
 
   it("moves a deployment an agent runs to Deleting with 202", async () => {
     const agent = await api.createAgent(`cluster-${driver}`);
+    const inventory = { nodes: [{ name: "n1", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 8 }] };
+    await api.call("POST", "/v1/agent/heartbeat", { token: agent.token, body: { agentVersion: "test", inventory } });
     const created = await create("agent-runs-me");
     const status = { phase: "Starting", observedGeneration: 1, roles: [{ name: "main", kind: "server", desired: 1 }], conditions: [] };
     const put = await api.call("PUT", `/v1/deployments/${created.body.id}/status`, { token: agent.token, body: status });

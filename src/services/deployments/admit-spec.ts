@@ -1,7 +1,7 @@
 // The admission pipeline shared by create, replace and patch, in the order DESIGN §3.1
 // fixes: schema (400) → defaults → admission rules and fit (422) → quota (403, last).
 import type { Db } from "../../../db/client.ts";
-import { findClusterById } from "../../../db/queries/clusters.ts";
+import { findClusterById, listClusters, type ClusterRow } from "../../../db/queries/clusters.ts";
 import { listProjectSpecs } from "../../../db/queries/deployments.ts";
 import { findProjectById, lockProject } from "../../../db/queries/projects.ts";
 import { admitDeploymentSpec, countGpus, type AdmissionContext } from "../../domain/admission.ts";
@@ -17,21 +17,32 @@ export interface ClusterInventory {
   nodes?: { name: string; gpuType?: string; gpuCapacity?: number; gpuAllocatable?: number; gpuFree?: number }[];
 }
 
+export interface Admitted {
+  spec: DeploymentSpec;
+  /** The cluster the deployment runs on; null while no cluster exists (the first to register takes it). */
+  clusterId: string | null;
+}
+
 /**
- * Validates and defaults a spec, then applies every admission rule; throws 400 or 422.
- * A spec the route already validated (`parsed`) is not parsed a second time.
+ * Validates and defaults a spec, picks its cluster, then applies every admission rule;
+ * throws 400 or 422. A spec the route already validated (`parsed`) is not parsed again.
+ * On update, `assignedClusterId` is the cluster the deployment already runs on.
  */
 export async function admitSpec(
   db: Db,
-  input: { name: string; previous?: DeploymentSpec } & ({ rawSpec: unknown } | { parsed: DeploymentSpecInput }),
-): Promise<DeploymentSpec> {
+  input: { name: string; previous?: DeploymentSpec; assignedClusterId?: string | null } & (
+    | { rawSpec: unknown }
+    | { parsed: DeploymentSpecInput }
+  ),
+): Promise<Admitted> {
   const spec = applySpecDefaults("parsed" in input ? input.parsed : parseSpec(input.rawSpec));
-  const context: AdmissionContext = { previous: input.previous, cluster: await clusterCapacity(db, spec) };
+  const cluster = await targetCluster(db, spec, input.assignedClusterId ?? null);
+  const context: AdmissionContext = { previous: input.previous, cluster: cluster && capacityOf(cluster) };
   const errors = admitDeploymentSpec(input.name, spec, context);
   if (errors.length > 0) {
     throw new InvalidSpec(`The deployment spec was not admitted (${errors.length} problem${errors.length > 1 ? "s" : ""}).`, errors);
   }
-  return spec;
+  return { spec, clusterId: cluster?.id ?? null };
 }
 
 function parseSpec(rawSpec: unknown): DeploymentSpecInput {
@@ -42,15 +53,35 @@ function parseSpec(rawSpec: unknown): DeploymentSpecInput {
   return parsed.data;
 }
 
-/** The target cluster's GPUs when it has reported an inventory; unknown capacity checks nothing. */
-async function clusterCapacity(db: Db, spec: DeploymentSpec): Promise<AdmissionContext["cluster"]> {
-  if (!spec.clusterId) return undefined;
-  const cluster = await findClusterById(db, spec.clusterId);
-  if (!cluster) {
-    throw new InvalidSpec("The deployment names a cluster that does not exist.", [
-      { pointer: "/spec/clusterId", message: `no cluster with id "${spec.clusterId}"; list clusters with GET /v1/clusters` },
-    ]);
+const clusterProblem = (message: string) =>
+  new InvalidSpec("The deployment's cluster cannot be chosen.", [{ pointer: "/spec/clusterId", message }]);
+
+/**
+ * Where the deployment runs: the cluster it already runs on, else `spec.clusterId`, else
+ * the only cluster there is. With several clusters `spec.clusterId` is required; with
+ * none the deployment waits unassigned.
+ */
+async function targetCluster(db: Db, spec: DeploymentSpec, assigned: string | null): Promise<ClusterRow | undefined> {
+  if (assigned) {
+    if (spec.clusterId && spec.clusterId !== assigned) {
+      throw clusterProblem(`the deployment runs on cluster "${assigned}" and cannot move; create a new deployment instead`);
+    }
+    return findClusterById(db, assigned);
   }
+  if (spec.clusterId) {
+    const cluster = await findClusterById(db, spec.clusterId);
+    if (!cluster) throw clusterProblem(`no cluster with id "${spec.clusterId}"; list clusters with GET /v1/clusters`);
+    return cluster;
+  }
+  const clusters = await listClusters(db, { limit: 2 });
+  if (clusters.length > 1) {
+    throw clusterProblem("required when several clusters exist; list them with GET /v1/clusters and name one");
+  }
+  return clusters[0];
+}
+
+/** The cluster's GPUs when its agent has reported an inventory; unknown capacity checks nothing. */
+function capacityOf(cluster: ClusterRow): AdmissionContext["cluster"] {
   const inventory = cluster.inventory as ClusterInventory | null;
   if (!inventory?.nodes) return undefined;
   const gpusByType: Record<string, number> = {};

@@ -28,7 +28,7 @@ export async function createDeployment({ ctx, input }: { ctx: ServiceContext; in
       { pointer: "/projectId", message: `no project with id "${projectId}"; list projects with GET /v1/projects` },
     ]);
   }
-  const spec = await admitSpec(ctx.db, { name: input.name, parsed: input.spec });
+  const { spec, clusterId } = await admitSpec(ctx.db, { name: input.name, parsed: input.spec });
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     await checkQuota(tx, projectId, spec);
@@ -40,7 +40,7 @@ export async function createDeployment({ ctx, input }: { ctx: ServiceContext; in
       spec,
       status: pendingStatus(now),
       phase: "Pending",
-      clusterId: null,
+      clusterId,
       deletionRequestedAt: null,
       generation: 1,
       createdAt: now,

@@ -1,5 +1,7 @@
-// DELETE: a deployment no agent has taken is removed at once; one an agent runs moves
-// to Deleting and is removed when the agent confirms every object is gone.
+// DELETE: a deployment whose cluster's agent has never connected is removed at once; one
+// an agent may run moves to Deleting and is removed when the agent confirms every object
+// is gone (DELETE /v1/agent/deployments/{id}).
+import { findClusterById } from "../../../db/queries/clusters.ts";
 import { deleteDeployment as removeDeployment, lockDeployment, updateDeployment } from "../../../db/queries/deployments.ts";
 import type { Deployment } from "../../domain/deployment.ts";
 import { NotFound } from "../../domain/errors.ts";
@@ -26,7 +28,9 @@ export async function deleteDeployment({
     checkIfMatch(current, input.ifMatch);
     const now = ctx.clock.now();
     const actor = actorOf(ctx.principal);
-    if (current.clusterId === null) {
+    // No agent has ever connected for it: nothing can exist in a cluster, so remove it now.
+    const cluster = current.clusterId === null ? undefined : await findClusterById(tx, current.clusterId);
+    if (!cluster?.lastHeartbeatAt) {
       await removeDeployment(tx, current.id, now);
       await recordEvent(tx, now, {
         type: "deployment.deleted",

@@ -1,9 +1,9 @@
 // PUT /status: the agent's write. Only an agent credential of the deployment's cluster
 // may write; it needs no If-Match (the agent is the only writer) and never bumps
-// generation. An agent may take a deployment no cluster has taken yet.
+// generation.
 import { findDeploymentById, lockDeployment, updateDeployment } from "../../../db/queries/deployments.ts";
 import type { Deployment } from "../../domain/deployment.ts";
-import { DeploymentStatus, type DeploymentSpec } from "../../domain/deployment-spec.ts";
+import { DeploymentStatus } from "../../domain/deployment-spec.ts";
 import { NotFound } from "../../domain/errors.ts";
 import { isId } from "../../domain/ids.ts";
 import { requireAgent } from "../../domain/principal.ts";
@@ -25,13 +25,11 @@ export async function putDeploymentStatus({
   const row = await ctx.db.transaction(async (tx) => {
     const current = await lockDeployment(tx, input.id);
     if (!current) throw notFound;
-    const wanted = (current.spec as DeploymentSpec).clusterId;
-    const mine = current.clusterId === agent.clusterId || (current.clusterId === null && (!wanted || wanted === agent.clusterId));
-    if (!mine) throw notFound;
+    if (current.clusterId !== agent.clusterId) throw notFound;
     // A deletion the user asked for stays visible until the agent confirms removal.
     const status = current.deletionRequestedAt ? { ...input.status, phase: "Deleting" as const } : input.status;
     const now = ctx.clock.now();
-    const updated = (await updateDeployment(tx, current.id, { status, phase: status.phase, clusterId: agent.clusterId }, now))!;
+    const updated = (await updateDeployment(tx, current.id, { status, phase: status.phase }, now))!;
     // Status writes are frequent; only entering Ready, Degraded or Failed is an event.
     const phaseEvent = status.phase !== current.phase ? PHASE_EVENTS[status.phase] : undefined;
     if (phaseEvent) {

@@ -1,10 +1,11 @@
 // The shared write path of PATCH and PUT: lock the row, check If-Match, build the new
 // spec and labels, admit them, check quota, and write — all in one transaction, so a
 // refused write changes nothing and a conditional write cannot race another.
-import { lockDeployment, updateDeployment } from "../../../db/queries/deployments.ts";
+import { findDeploymentById, lockDeployment, updateDeployment, type DeploymentRow } from "../../../db/queries/deployments.ts";
 import type { Deployment } from "../../domain/deployment.ts";
 import { DeploymentLabels, zodIssuesToFieldErrors, type DeploymentSpec } from "../../domain/deployment-spec.ts";
-import { Conflict, InvalidRequest, NotFound } from "../../domain/errors.ts";
+import { Conflict, Forbidden, InvalidRequest, NotFound } from "../../domain/errors.ts";
+import { isId } from "../../domain/ids.ts";
 import { jsonEqual } from "../../domain/merge-patch.ts";
 import { requireUser } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
@@ -22,8 +23,7 @@ export interface DeploymentWrite {
 }
 
 export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrite): Promise<Deployment> {
-  requireUser(ctx.principal, "editor");
-  const found = await findVisibleDeployment(ctx, write.address);
+  const found = await findWritableDeployment(ctx, write.address);
   const row = await ctx.db.transaction(async (tx) => {
     const current = await lockDeployment(tx, found.id);
     if (!current) throw new NotFound(`No deployment "${write.address.idOrName}".`);
@@ -37,7 +37,8 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
     if (!labels.success) {
       throw new InvalidRequest("The labels are not valid.", zodIssuesToFieldErrors(labels.error.issues, "/labels"));
     }
-    const spec = await admitSpec(tx, { name: current.name, rawSpec, previous });
+    const { spec } = await admitSpec(tx, { name: current.name, rawSpec, previous, assignedClusterId: current.clusterId });
+    if (ctx.principal.kind === "agent") checkAutoscalerChange(previous, spec, current.labels, labels.data);
     const specChanged = !jsonEqual(spec, previous);
     const labelsChanged = !jsonEqual(labels.data, current.labels);
     if (!specChanged && !labelsChanged) return current;
@@ -56,11 +57,44 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
         type: "deployment.updated",
         projectId: updated.projectId,
         deploymentId: updated.id,
-        data: { deployment: summarize(updated), actor: actorOf(ctx.principal), specChanged, labelsChanged },
+        data: { deployment: summarize(updated), actor: writerOf(ctx), specChanged, labelsChanged },
       });
     }
     return updated;
   });
   if (!row) throw new NotFound(`No deployment "${write.address.idOrName}".`);
   return toDeployment(row);
+}
+
+/**
+ * Users need an editor key. An agent credential may write too — as the autoscaler, and
+ * only to deployments of its own cluster, addressed by id (DESIGN §4).
+ */
+async function findWritableDeployment(ctx: ServiceContext, address: DeploymentAddress): Promise<DeploymentRow> {
+  if (ctx.principal.kind === "user") {
+    requireUser(ctx.principal, "editor");
+    return findVisibleDeployment(ctx, address);
+  }
+  const row = isId("deployment", address.idOrName) ? await findDeploymentById(ctx.db, address.idOrName) : undefined;
+  if (!row || row.clusterId !== ctx.principal.clusterId) {
+    throw new NotFound(`No deployment "${address.idOrName}" in this agent's cluster.`);
+  }
+  return row;
+}
+
+/** The autoscaler changes `spec.roles[*].replicas` and nothing else. */
+function checkAutoscalerChange(
+  previous: DeploymentSpec,
+  next: DeploymentSpec,
+  previousLabels: Record<string, string>,
+  nextLabels: Record<string, string>,
+): void {
+  const withoutReplicas = (spec: DeploymentSpec) => ({ ...spec, roles: spec.roles.map((role) => ({ ...role, replicas: 0 })) });
+  if (!jsonEqual(withoutReplicas(previous), withoutReplicas(next)) || !jsonEqual(previousLabels, nextLabels)) {
+    throw new Forbidden("An agent credential may change spec.roles[*].replicas only; use a user key for anything else.");
+  }
+}
+
+function writerOf(ctx: ServiceContext) {
+  return ctx.principal.kind === "agent" ? { kind: "autoscaler" as const, keyId: ctx.principal.credentialId } : actorOf(ctx.principal);
 }

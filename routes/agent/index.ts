@@ -1,0 +1,82 @@
+// /v1/agent/*: the agent side of DESIGN §4 — heartbeat, desired state (long-poll),
+// deletion confirmation and agent events. Every route needs an agent credential.
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { z } from "zod";
+import { serviceContext, type AppEnv } from "../../src/api/env.ts";
+import { AUTH_PROBLEMS, BODY_PROBLEMS, bearerSecurity, jsonBody, jsonContent, problems } from "../../src/api/route-kit.ts";
+import { AgentEvent, Cluster, DesiredState, Heartbeat } from "../../src/domain/cluster.ts";
+import { confirmDeletion } from "../../src/services/agent/confirm-deletion.ts";
+import { getDesiredState } from "../../src/services/agent/desired-state.ts";
+import { receiveHeartbeat } from "../../src/services/agent/heartbeat.ts";
+import { recordAgentEvent } from "../../src/services/agent/record-agent-event.ts";
+
+const base = { tags: ["Agent"], security: bearerSecurity };
+
+export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
+  app.openapi(
+    createRoute({
+      ...base,
+      operationId: "agentHeartbeat",
+      method: "post",
+      path: "/v1/agent/heartbeat",
+      summary: "Report that the agent is alive, with the cluster's inventory (every 10 s)",
+      request: { body: jsonBody(Heartbeat, "Agent version and inventory") },
+      responses: { 200: jsonContent(Cluster, "The cluster as now recorded"), ...problems(...BODY_PROBLEMS, 404) },
+    }),
+    async (c) => c.json(await receiveHeartbeat({ ctx: serviceContext(c), input: c.req.valid("json") }), 200),
+  );
+  app.openapi(
+    createRoute({
+      ...base,
+      operationId: "agentDesiredState",
+      method: "get",
+      path: "/v1/agent/desired",
+      summary: "The cluster's deployments changed after `since` (long-poll)",
+      description:
+        "since=0 returns every deployment of the cluster. Otherwise answers as soon as a deployment of the cluster " +
+        "changes or is removed after `since`, or empty after waitSeconds. Pass the answer's resourceVersion next time.",
+      request: {
+        query: z.object({
+          since: z.coerce.number().int().min(0).default(0),
+          waitSeconds: z.coerce.number().int().min(0).max(60).default(30),
+        }),
+      },
+      responses: { 200: jsonContent(DesiredState, "Desired state"), ...problems(...AUTH_PROBLEMS) },
+    }),
+    async (c) => {
+      const { since, waitSeconds } = c.req.valid("query");
+      const state = await getDesiredState({ ctx: serviceContext(c), input: { since, waitSeconds, signal: c.req.raw.signal } });
+      return c.json(state, 200);
+    },
+  );
+  app.openapi(
+    createRoute({
+      ...base,
+      operationId: "agentConfirmDeletion",
+      method: "delete",
+      path: "/v1/agent/deployments/{id}",
+      summary: "Confirm that every object of a deleted deployment is gone",
+      request: { params: z.object({ id: z.string().max(64).meta({ param: { name: "id", in: "path" } }) }) },
+      responses: { 204: { description: "The record is removed" }, ...problems(...AUTH_PROBLEMS, 404, 409) },
+    }),
+    async (c) => {
+      await confirmDeletion({ ctx: serviceContext(c), input: c.req.valid("param") });
+      return c.body(null, 204);
+    },
+  );
+  app.openapi(
+    createRoute({
+      ...base,
+      operationId: "agentRecordEvent",
+      method: "post",
+      path: "/v1/agent/events",
+      summary: "Record what happened in the cluster (replica retiring, retired, scaled, resized)",
+      request: { body: jsonBody(AgentEvent, "The event") },
+      responses: { 202: { description: "Recorded" }, ...problems(...BODY_PROBLEMS, 404) },
+    }),
+    async (c) => {
+      await recordAgentEvent({ ctx: serviceContext(c), input: c.req.valid("json") });
+      return c.body(null, 202);
+    },
+  );
+}

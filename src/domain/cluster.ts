@@ -1,0 +1,67 @@
+// Clusters and the agent protocol's bodies (DESIGN §4): heartbeat inventory, the
+// desired-state answer, and agent-side events.
+import { z } from "zod";
+import { Deployment } from "./deployment.ts";
+import { strictObject } from "./deployment-spec.ts";
+
+export const InventoryNode = strictObject({
+  name: z.string().min(1).max(253),
+  gpuType: z.string().max(64).optional().describe("e.g. nvidia-h100-80gb; absent on nodes without GPUs"),
+  gpuCapacity: z.number().int().min(0).max(4096),
+  gpuAllocatable: z.number().int().min(0).max(4096),
+  gpuFree: z.number().int().min(0).max(4096).describe("Allocatable GPUs no pod holds"),
+}).meta({ id: "InventoryNode" });
+
+export const Inventory = strictObject({ nodes: z.array(InventoryNode).max(5000) }).meta({ id: "Inventory" });
+export type Inventory = z.infer<typeof Inventory>;
+
+export const Heartbeat = strictObject({
+  agentVersion: z.string().min(1).max(64),
+  inventory: Inventory,
+}).meta({ id: "Heartbeat" });
+export type Heartbeat = z.infer<typeof Heartbeat>;
+
+export const ClusterPhase = z.enum(["Pending", "Connected", "Disconnected"]);
+
+export const Cluster = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    status: z.object({
+      phase: ClusterPhase.describe("Pending until the first heartbeat; Disconnected after 30 s without one"),
+      lastHeartbeatAt: z.string().nullable(),
+      agentVersion: z.string().nullable(),
+    }),
+    inventory: Inventory.nullable().describe("The last inventory the agent reported; null until then"),
+    resourceVersion: z.number().int(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: "Cluster" });
+export type Cluster = z.infer<typeof Cluster>;
+
+export const DesiredState = z
+  .object({
+    resourceVersion: z.number().int().describe("Pass as ?since= on the next call"),
+    items: z.array(
+      z.object({
+        deployment: Deployment,
+        deleting: z.boolean().describe("A user asked to delete it: remove every object, then confirm"),
+      }),
+    ),
+    deleted: z
+      .array(z.object({ id: z.string(), name: z.string(), projectId: z.string(), resourceVersion: z.number().int() }))
+      .describe("Deployments removed since `since` (tombstones)"),
+  })
+  .meta({ id: "DesiredState" });
+export type DesiredState = z.infer<typeof DesiredState>;
+
+/** What an agent may report into the event log. */
+export const AGENT_EVENT_TYPES = ["replica.retiring", "replica.retired", "deployment.scaled", "deployment.resized"] as const;
+
+export const AgentEvent = strictObject({
+  type: z.enum(AGENT_EVENT_TYPES),
+  deploymentId: z.string().max(64),
+  data: z.record(z.string(), z.unknown()).default({}),
+}).meta({ id: "AgentEvent" });
+export type AgentEvent = z.infer<typeof AgentEvent>;

@@ -1,0 +1,54 @@
+// GET /v1/agent/desired: what the agent's cluster should run. The first call (since 0)
+// returns every deployment of the cluster; later calls long-poll for changes after
+// `since` — deployments and tombstones, in resourceVersion order — answering as soon as
+// one commits (polled every 250 ms) or empty when the wait ends. Level-triggered: each
+// item is the latest state, never a diff.
+import { listDeploymentChanges, snapshotDeployments } from "../../../db/queries/deployments.ts";
+import type { DesiredState } from "../../domain/cluster.ts";
+import { requireAgent } from "../../domain/principal.ts";
+import type { ServiceContext } from "../context.ts";
+import { toDeployment } from "../deployments/deployment-view.ts";
+
+const POLL_MS = 250;
+const BATCH = 500;
+
+export async function getDesiredState({
+  ctx,
+  input,
+}: {
+  ctx: ServiceContext;
+  input: { since: number; waitSeconds: number; signal?: AbortSignal };
+}): Promise<DesiredState> {
+  const agent = requireAgent(ctx.principal);
+  if (input.since === 0) {
+    const snapshot = await snapshotDeployments(ctx.db, { limit: 100_000, clusterId: agent.clusterId });
+    return {
+      resourceVersion: snapshot.resourceVersion,
+      items: snapshot.rows.map((row) => ({ deployment: toDeployment(row), deleting: row.deletionRequestedAt !== null })),
+      deleted: [],
+    };
+  }
+  const deadline = Date.now() + input.waitSeconds * 1000;
+  for (;;) {
+    const changes = await listDeploymentChanges(ctx.db, {
+      afterVersion: input.since,
+      limit: BATCH,
+      clusterId: agent.clusterId,
+      includeDeletions: true,
+    });
+    if (changes.length > 0 || Date.now() >= deadline || input.signal?.aborted) {
+      const state: DesiredState = { resourceVersion: input.since, items: [], deleted: [] };
+      for (const change of changes) {
+        state.resourceVersion = Math.max(state.resourceVersion, change.resourceVersion);
+        if (change.kind === "upsert") {
+          state.items.push({ deployment: toDeployment(change.row), deleting: change.row.deletionRequestedAt !== null });
+        } else {
+          const { id, name, projectId, resourceVersion } = change.tombstone;
+          state.deleted.push({ id, name, projectId, resourceVersion });
+        }
+      }
+      return state;
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
+  }
+}
