@@ -2,7 +2,7 @@
 // entry; unknown commands print usage and exit 2.
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { parseConfig, type Config } from "../api/config.ts";
+import type { Config } from "../api/config.ts";
 
 const USAGE = `usage: berth <command>
 
@@ -15,7 +15,9 @@ commands:
   router [flags]        run the built-in request router
 `;
 
-function loadConfig(): Config {
+/** Loaded on demand: `sim-engine` and `router` start many times at once and need none of it. */
+async function loadConfig(): Promise<Config> {
+  const { parseConfig } = await import("../api/config.ts");
   try {
     return parseConfig(process.env);
   } catch (error) {
@@ -29,7 +31,7 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case "serve": {
       const { startServer } = await import("../api/serve-node.ts");
-      const server = await startServer(loadConfig());
+      const server = await startServer(await loadConfig());
       const stop = async () => {
         await server.close();
         process.exit(0);
@@ -40,7 +42,7 @@ async function main(argv: string[]): Promise<void> {
     }
     case "migrate": {
       const { openDatabase } = await import("../api/serve-node.ts");
-      const database = await openDatabase(loadConfig());
+      const database = await openDatabase(await loadConfig());
       await database.migrate();
       await database.close();
       process.stdout.write(`berth: migrations applied (${database.driver})\n`);

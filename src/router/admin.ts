@@ -1,7 +1,6 @@
 // The admin API the agent drives (bearer token; /admin/health is open): PUT replaces the
-// endpoint set — after reading each new endpoint's /v1/models, so the model union is
-// current when it answers — and GET reports it with the in-flight count per endpoint
-// (what retirement drains on) and how many requests are held. Pushes apply one at a time.
+// endpoint set after reading each new endpoint's /v1/models, GET reports it with each
+// endpoint's in-flight count (what retirement drains on) and the held count.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";

@@ -27,6 +27,10 @@ export interface RouterConfig {
   holdMax: number;
   /** How long to keep retrying an endpoint that answers "currently scaling" (elastic EP). */
   scalingRetryMs: number;
+  /** Limit on opening a connection to an endpoint (a dead pod IP may never answer). */
+  connectTimeoutMs: number;
+  /** How long an endpoint that could not be connected to is skipped while others remain. */
+  unreachableCooldownMs: number;
   /** Timeout of each /v1/models read when endpoints are pushed. */
   modelsTimeoutMs: number;
   shutdownGraceMs: number;
@@ -45,6 +49,8 @@ export const ROUTER_DEFAULTS = {
   holdTimeoutMs: 120_000,
   holdMax: 1024,
   scalingRetryMs: 120_000,
+  connectTimeoutMs: 5_000,
+  unreachableCooldownMs: 5_000,
   modelsTimeoutMs: 3_000,
   shutdownGraceMs: 25_000,
   logLevel: "info",
@@ -67,6 +73,8 @@ export const ROUTER_USAGE = `usage: berth router --admin-token TOKEN [flags]
   --hold-timeout S           scale-to-zero: longest hold of a request (default 120)
   --hold-max N               scale-to-zero: most requests held at once (default 1024)
   --scaling-retry-timeout S  elastic EP: how long to retry an endpoint that is scaling (default 120)
+  --connect-timeout S        limit on opening a connection to an endpoint (default 5)
+  --unreachable-cooldown S   skip an endpoint this long after it could not be reached (default 5)
   --models-timeout S         timeout of each /v1/models read (default 3)
   --shutdown-grace S         on SIGTERM, wait this long for in-flight requests (default 25)
   --log-level L              trace | debug | info | warn | error | silent (default info)
@@ -97,6 +105,8 @@ export function parseRouterArgs(args: string[], env: Record<string, string | und
         "hold-timeout": { type: "string" },
         "hold-max": { type: "string" },
         "scaling-retry-timeout": { type: "string" },
+        "connect-timeout": { type: "string" },
+        "unreachable-cooldown": { type: "string" },
         "models-timeout": { type: "string" },
         "shutdown-grace": { type: "string" },
         "log-level": { type: "string" },
@@ -152,6 +162,8 @@ export function parseRouterArgs(args: string[], env: Record<string, string | und
     holdTimeoutMs: seconds("hold-timeout", ROUTER_DEFAULTS.holdTimeoutMs, 0.01, 86_400),
     holdMax: number("hold-max", ROUTER_DEFAULTS.holdMax, 0, 1_000_000, true),
     scalingRetryMs: seconds("scaling-retry-timeout", ROUTER_DEFAULTS.scalingRetryMs, 0, 86_400),
+    connectTimeoutMs: seconds("connect-timeout", ROUTER_DEFAULTS.connectTimeoutMs, 0.01, 600),
+    unreachableCooldownMs: seconds("unreachable-cooldown", ROUTER_DEFAULTS.unreachableCooldownMs, 0, 3600),
     modelsTimeoutMs: seconds("models-timeout", ROUTER_DEFAULTS.modelsTimeoutMs, 0.01, 600),
     shutdownGraceMs: seconds("shutdown-grace", ROUTER_DEFAULTS.shutdownGraceMs, 0, 3600),
     logLevel: choice("log-level", LOG_LEVELS, ROUTER_DEFAULTS.logLevel),

@@ -1,7 +1,6 @@
-// The endpoint registry: what the agent last pushed (id, url, role, rank, state), each
-// endpoint's live in-flight count and model list, and the per-(role, model) candidate
-// lists the hot path reads. An endpoint keeps its identity (and in-flight count) across
-// pushes while its id and url stay the same, so draining never loses a count.
+// The endpoint registry: what the agent last pushed, each endpoint's in-flight count and
+// models, and the cached per-(role, model) candidate lists the hot path reads. An endpoint
+// keeps its identity and count across pushes while its id and url stay the same.
 
 export const ROLES = ["server", "prefill", "decode", "encode"] as const;
 export type Role = (typeof ROLES)[number];
@@ -33,6 +32,8 @@ export interface ModelRead {
 
 export class Endpoint {
   inFlight = 0;
+  /** performance.now() until which the endpoint is skipped (it refused or ignored a connection). */
+  unreachableUntil = 0;
   models: ModelCard[] | null = null;
   modelsError: string | undefined;
   private modelIds: Set<string> | null = null;

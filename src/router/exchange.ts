@@ -1,7 +1,6 @@
-// One client request in flight: when it arrived and one abort signal for everything working
-// on it (the client went away, or the per-request timeout fired). Every upstream call
-// registers here, so an abort cancels it at once. Child scopes let one leg be cancelled
-// (an SGLang decode whose prefill failed) without touching the client's response.
+// One client request in flight and one abort signal for everything working on it (client
+// gone, or the per-request timeout); every upstream call registers here. Child scopes
+// cancel one leg (an SGLang decode whose prefill failed) without touching the client.
 import type { ServerResponse } from "node:http";
 
 /** client: the client went away; timeout: the per-request limit; cancelled: the router gave up on one leg. */

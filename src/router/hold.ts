@@ -2,7 +2,7 @@
 // and time) until the next endpoint push, then routes again. Nothing else ever waits.
 import { Aborted, type Exchange } from "./exchange.ts";
 
-export type HoldOutcome = "released" | "timeout" | "full";
+export type HoldOutcome = "released" | "timeout" | "full" | "closing";
 
 interface Waiter {
   wake(outcome: HoldOutcome): void;
@@ -10,6 +10,7 @@ interface Waiter {
 
 export class HoldQueue {
   private readonly waiters = new Set<Waiter>();
+  private closing = false;
 
   constructor(
     private readonly max: number,
@@ -23,6 +24,7 @@ export class HoldQueue {
   /** Waits for the next release; the deadline is set on the exchange's first hold. Rejects with Aborted. */
   wait(exchange: Exchange): Promise<HoldOutcome> {
     if (exchange.abortReason !== undefined) return Promise.reject(new Aborted(exchange.abortReason));
+    if (this.closing) return Promise.resolve("closing");
     if (this.waiters.size >= this.max) return Promise.resolve("full");
     exchange.holdDeadline ??= performance.now() + this.timeoutMs;
     const remaining = exchange.holdDeadline - performance.now();
@@ -49,5 +51,11 @@ export class HoldQueue {
   /** Lets every held request route again (after an endpoint push). */
   releaseAll(): void {
     for (const waiter of [...this.waiters]) waiter.wake("released");
+  }
+
+  /** The router is stopping: held requests are answered now, new ones are not held. */
+  close(): void {
+    this.closing = true;
+    for (const waiter of [...this.waiters]) waiter.wake("closing");
   }
 }

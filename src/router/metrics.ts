@@ -1,7 +1,6 @@
-// The router's Prometheus metrics (prom-client, own registry, prefix berth_router_):
-// responses and upstream errors by endpoint, in-flight per endpoint (read from the
-// registry at scrape time, so the hot path pays nothing for it), TTFT and duration seen at
-// the router, policy decisions, retries and held requests.
+// The router's Prometheus metrics (own registry, prefix berth_router_): responses and
+// upstream errors by endpoint and status, in-flight per endpoint (read at scrape time, free
+// on the hot path), TTFT and duration at the router, policy decisions, retries, holds.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { EndpointRegistry } from "./endpoints.ts";
 import type { Decision } from "./policies/index.ts";
@@ -17,7 +16,7 @@ export type UpstreamErrorReason =
 export class RouterMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<"endpoint" | "status">;
-  private readonly errors: Counter<"endpoint" | "reason">;
+  private readonly errors: Counter<"endpoint" | "reason" | "status">;
   private readonly retries: Counter<"endpoint" | "reason">;
   private readonly decisions: Counter<"role" | "policy" | "decision" | "endpoint">;
   private readonly ttft: Histogram<"endpoint">;
@@ -33,8 +32,8 @@ export class RouterMetrics {
     });
     this.errors = new Counter({
       name: "berth_router_upstream_errors_total",
-      help: "Failed upstream attempts by endpoint and reason (connect, status_5xx, scaling, mid_stream, timeout, bad_prefill_answer).",
-      labelNames: ["endpoint", "reason"],
+      help: "Failed upstream attempts by endpoint, reason (connect, status_5xx, scaling, mid_stream, timeout, bad_prefill_answer) and the upstream's HTTP status (empty when it never answered).",
+      labelNames: ["endpoint", "reason", "status"],
       registers,
     });
     this.retries = new Counter({
@@ -90,8 +89,8 @@ export class RouterMetrics {
     this.requests.inc({ endpoint, status: String(status) });
   }
 
-  upstreamError(endpoint: string, reason: UpstreamErrorReason): void {
-    this.errors.inc({ endpoint, reason });
+  upstreamError(endpoint: string, reason: UpstreamErrorReason, status?: number): void {
+    this.errors.inc({ endpoint, reason, status: status === undefined ? "" : String(status) });
   }
 
   retry(endpoint: string, reason: UpstreamErrorReason): void {

@@ -1,6 +1,6 @@
-// What the router reads from an OpenAI request body: the model, whether it streams, the
-// routing inputs (prompt text, session key) and whether it carries media parts. The
-// router checks only what it needs to route; the engine validates everything else.
+// What the router reads from an OpenAI request body: model, stream, routing inputs (prompt
+// text, session key) and media parts. It checks only what routing needs; the engine
+// validates everything else.
 
 export type InferenceKind = "chat" | "completion";
 

@@ -1,10 +1,5 @@
-// Disaggregated serving: the request's legs across encode, prefill and decode endpoints.
-// vLLM style (NIXL): prefill with max_tokens 1, stream false and an empty
-// kv_transfer_params, then decode with the params the prefill returned, same X-Request-Id.
-// SGLang style: one body plus bootstrap_host/port/room sent to prefill and decode at once;
-// the decode answer is the client's. EPD (our choice, as vLLM's example proxy does): a
-// request with media parts first goes to an encoder's /v1/chat/completions with
-// max_tokens 1 and stream false; a 2xx lets the request continue to prefill/decode.
+// Disaggregated serving: a request's legs across encode, prefill and decode endpoints, in
+// vLLM style (sequential, kv_transfer_params) or SGLang style (concurrent, bootstrap room).
 import { randomBytes, randomUUID } from "node:crypto";
 import type { OutgoingHttpHeaders } from "node:http";
 import { DEFAULT_BOOTSTRAP_PORT, type Endpoint } from "./endpoints.ts";
@@ -58,10 +53,12 @@ export function legRequestId(exchange: Exchange): string {
 }
 
 /**
- * EPD's first step. Returns true when the request should go on to prefill/decode; false
- * when the client has already been answered (a router error or the encoder's error).
+ * EPD's first step, our choice (as vLLM's example EPD proxy does): the request, with
+ * max_tokens 1 and stream false, to an encoder's /v1/chat/completions. Returns the encoder's id when the request should go on to
+ * prefill/decode; undefined when the client has already been answered (a router error or
+ * the encoder's error).
  */
-export async function primeEncoder(context: PdContext, requestId: string): Promise<boolean> {
+export async function primeEncoder(context: PdContext, requestId: string): Promise<string | undefined> {
   const { upstreams, exchange, request } = context;
   const outcome = await upstreams.runLeg(exchange, {
     role: "encode",
@@ -73,16 +70,21 @@ export async function primeEncoder(context: PdContext, requestId: string): Promi
   });
   if ("failure" in outcome) {
     context.fail(outcome.failure);
-    return false;
+    return undefined;
   }
   if (!isSuccess(outcome.leg)) {
     await upstreams.pipeToClient(exchange, outcome.leg);
-    return false;
+    return undefined;
   }
   await upstreams.readAll(exchange, outcome.leg, PREFILL_ANSWER_CAP);
-  return true;
+  return outcome.leg.endpoint.id;
 }
 
+/**
+ * vLLM style (NIXL): prefill with max_tokens 1, stream false and an empty
+ * kv_transfer_params; then decode with the original body plus the params the prefill
+ * returned (or unchanged without them), the same X-Request-Id on both legs.
+ */
 export async function serveVllmPd(context: PdContext, requestId: string, extraHeaders: Record<string, string>): Promise<void> {
   const { upstreams, exchange, request } = context;
   const headers = { ...context.headers, "content-type": "application/json", "x-request-id": requestId };
@@ -140,7 +142,8 @@ export function sglangBody(body: Record<string, unknown>, prefill: Endpoint, roo
 }
 
 /**
- * SGLang: prefill and decode get the same body at once. A prefill that cannot be reached
+ * SGLang style: prefill and decode get the same body plus bootstrap_host/port/room at
+ * once, and the decode answer is the client's. A prefill that cannot be reached
  * cancels its decode (which would wait for a bootstrap that never comes) and the pair is
  * retried; a decode that fails before answering cancels its prefill and is retried too.
  */

@@ -1,9 +1,6 @@
-// Upstream legs: pick an endpoint by policy, count it in flight, send over a keep-alive
-// agent, and retry on another endpoint only before the client has seen a byte (connection
-// failures and 5xx answers). An engine's elastic-resize 503 is retried on the same
-// endpoint, bounded. Answers stream to the client byte for byte with backpressure; a
-// client that leaves cancels the upstream, and an upstream that dies mid-stream ends the
-// client's response cleanly (an SSE error event, or a closed connection) — never a hang.
+// Upstream legs: pick by policy, count in flight, send over keep-alive, retry elsewhere only
+// before the client saw a byte; stream answers byte for byte with backpressure, cancel on
+// client exit, and end a stream cut short cleanly (SSE error event or closed connection).
 import http, { type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import https from "node:https";
 import type { Logger } from "pino";
@@ -100,8 +97,11 @@ export interface UpstreamsDeps {
 export class Upstreams {
   readonly httpAgent: http.Agent;
   readonly httpsAgent: https.Agent;
+  /** Access lines are logged at debug level only; the check is made once. */
+  private readonly debug: boolean;
 
   constructor(private readonly deps: UpstreamsDeps) {
+    this.debug = deps.logger.isLevelEnabled("debug");
     // Free sockets expire after 4 s, under uvicorn's 5 s keep-alive, so a reused socket is rarely stale.
     const agentOptions = { keepAlive: true, maxSockets: Infinity, maxFreeSockets: 512, timeout: 4_000, scheduling: "lifo" as const };
     this.httpAgent = new http.Agent(agentOptions);
@@ -122,10 +122,21 @@ export class Upstreams {
     return endpoint;
   }
 
-  /** Eligible endpoints of the leg's role, minus those already tried. */
+  /**
+   * Eligible endpoints of the leg's role, minus those already tried and those cooling down
+   * after a failed connection — unless only cooling ones are left, which are then tried anyway.
+   */
   pool(spec: Pick<LegSpec, "role" | "model">, tried: readonly Endpoint[]): readonly Endpoint[] {
     const all = this.deps.registry.candidates(spec.role, spec.model);
-    return tried.length === 0 ? all : all.filter((endpoint) => !tried.includes(endpoint));
+    const untried = tried.length === 0 ? all : all.filter((endpoint) => !tried.includes(endpoint));
+    const now = performance.now();
+    for (const endpoint of untried) {
+      if (endpoint.unreachableUntil > now) {
+        const reachable = untried.filter((candidate) => candidate.unreachableUntil <= now);
+        return reachable.length > 0 ? reachable : untried;
+      }
+    }
+    return untried; // the common case: the registry's cached array, unchanged
   }
 
   /**
@@ -196,6 +207,7 @@ export class Upstreams {
           }
           metrics.upstreamError(endpoint.id, "connect");
           logger.warn({ endpoint: endpoint.id, err: (error as Error).message }, "upstream unreachable");
+          endpoint.unreachableUntil = performance.now() + config.unreachableCooldownMs;
           uncount();
           return { type: "retryable", reason: "connect", detail: (error as Error).message };
         }
@@ -209,21 +221,21 @@ export class Upstreams {
         leg.bufferedComplete = body.complete;
         if (body.closed) {
           leg.release();
-          metrics.upstreamError(endpoint.id, "connect");
+          metrics.upstreamError(endpoint.id, "connect", leg.status);
           return { type: "retryable", reason: "connect", detail: "the connection closed during an error answer" };
         }
         if (leg.status === 503 && body.complete && config.scalingRetryMs > 0 && isScalingAnswer(body.chunks)) {
           const now = performance.now();
           scalingUntil ??= now + config.scalingRetryMs;
           if (now + delay <= scalingUntil && registry.contains(endpoint)) {
-            metrics.upstreamError(endpoint.id, "scaling");
+            metrics.upstreamError(endpoint.id, "scaling", 503);
             unregister(); // the answer is complete: the socket is back in the pool
             await scope.sleep(delay);
             delay = Math.min(delay * 2, SCALING_MAX_DELAY_MS);
             continue;
           }
         }
-        metrics.upstreamError(endpoint.id, "status_5xx");
+        metrics.upstreamError(endpoint.id, "status_5xx", leg.status);
         return { type: "retryable", reason: "status_5xx", leg, detail: `HTTP ${leg.status}` };
       }
     } catch (error) {
@@ -272,8 +284,10 @@ export class Upstreams {
       };
       res.once("close", () => {
         leg.cancel();
+        const seconds = (performance.now() - exchange.arrivedAt) / 1000;
         metrics.response(endpointId, status);
-        metrics.finished(endpointId, (performance.now() - exchange.arrivedAt) / 1000);
+        metrics.finished(endpointId, seconds);
+        if (this.debug) this.deps.logger.debug({ endpoint: endpointId, status, ms: Math.round(seconds * 1000), complete: res.writableFinished }, "request");
         resolve();
       });
       if (leg.buffered !== null) {
@@ -293,7 +307,7 @@ export class Upstreams {
         leg.cancel();
         if (res.destroyed || exchange.abortReason === "client") return;
         const timedOut = exchange.abortReason === "timeout";
-        metrics.upstreamError(endpointId, timedOut ? "timeout" : "mid_stream");
+        metrics.upstreamError(endpointId, timedOut ? "timeout" : "mid_stream", status);
         this.deps.logger.warn({ endpoint: endpointId, timedOut }, "upstream answer cut short");
         if (sse && !hasLength) {
           const separator = tail2 !== 10 ? "\n\n" : tail1 !== 10 ? "\n" : "";
@@ -334,7 +348,7 @@ export class Upstreams {
 
   /** A prefill answered 2xx without usable kv_transfer_params: the decode will recompute. */
   noteBadPrefillAnswer(endpointId: string, reason: string): void {
-    this.deps.metrics.upstreamError(endpointId, "bad_prefill_answer");
+    this.deps.metrics.upstreamError(endpointId, "bad_prefill_answer", 200);
     this.deps.logger.warn({ endpoint: endpointId, reason }, "prefill answer without kv_transfer_params");
   }
 
@@ -359,6 +373,22 @@ export class Upstreams {
   }
 
   private send(endpoint: Endpoint, spec: LegSpec): ClientRequest {
+    const request = this.open(endpoint, spec);
+    // A new connection must open within the connect timeout (a reused one is already open).
+    request.once("socket", (socket) => {
+      if (!socket.connecting) return;
+      const timer = setTimeout(
+        () => request.destroy(new ConnectTimeout(`no connection within ${this.deps.config.connectTimeoutMs} ms`)),
+        this.deps.config.connectTimeoutMs,
+      );
+      socket.once("connect", () => clearTimeout(timer));
+      socket.once("close", () => clearTimeout(timer));
+    });
+    request.end(spec.body);
+    return request;
+  }
+
+  private open(endpoint: Endpoint, spec: LegSpec): ClientRequest {
     const secure = endpoint.protocol === "https:";
     const headers: OutgoingHttpHeaders = { ...spec.headers, "content-length": Buffer.byteLength(spec.body) };
     const request = (secure ? https : http).request({
@@ -370,9 +400,12 @@ export class Upstreams {
       headers,
     });
     request.on("error", noop); // errors are read through responseOf and the response's close
-    request.end(spec.body);
     return request;
   }
+}
+
+class ConnectTimeout extends Error {
+  readonly code = "ETIMEDOUT";
 }
 
 function noop(): void {}

@@ -1,8 +1,6 @@
-// The router's HTTP server (node:http, for byte-for-byte streaming, backpressure and
-// cancellation without adapters): dispatch, the OpenAI routes, and the routing plan —
-// 404 for an unlisted model, 503 (with Retry-After, at once) when nothing eligible serves
-// it, a hold only for a role at zero endpoints in scale-to-zero mode — then one
-// aggregated leg or the PD/EPD legs.
+// The router's HTTP server (node:http: byte-for-byte streaming, backpressure, cancellation
+// without adapters): dispatch, the OpenAI routes, and the routing plan (404 unlisted model,
+// 503 at once when nothing eligible, hold only for a role at zero in scale-to-zero mode).
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
@@ -73,7 +71,8 @@ export class Router {
     this.metrics = new RouterMetrics(this.registry, () => this.hold.size, defaultMetrics);
     this.admin = new Admin({ config, registry: this.registry, hold: this.hold, policies: this.policies, logger });
     this.upstreams = new Upstreams({ config, registry: this.registry, policies: this.policies, metrics: this.metrics, logger });
-    this.server = http.createServer({ keepAliveTimeout: 30_000, headersTimeout: 60_000, requestTimeout: 0 }, (req, res) => {
+    // requestTimeout bounds receiving a request (a slow upload); answers are bounded by --request-timeout.
+    this.server = http.createServer({ keepAliveTimeout: 30_000, headersTimeout: 60_000, requestTimeout: 300_000 }, (req, res) => {
       this.dispatch(req, res);
     });
   }
@@ -160,6 +159,9 @@ export class Router {
           "retry-after": "5",
         });
       }
+      if (outcome === "closing") {
+        return this.problem(exchange, "unavailable", "The router is shutting down.", { "retry-after": "1" });
+      }
       if (outcome === "timeout") {
         return this.problem(
           exchange,
@@ -208,8 +210,9 @@ export class Router {
     const requestId = legRequestId(exchange);
     const extraHeaders: Record<string, string> = {};
     if (plan.encode) {
-      const encoded = await primeEncoder(context, requestId);
-      if (!encoded) return;
+      const encoder = await primeEncoder(context, requestId);
+      if (encoder === undefined) return;
+      extraHeaders["x-berth-encoder"] = encoder;
     }
     if (this.config.engine === "sglang") return serveSglangPd(context, requestId, extraHeaders);
     return serveVllmPd(context, requestId, extraHeaders);
@@ -309,13 +312,13 @@ export class Router {
   async close(graceMs: number): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
+    this.hold.close();
     if (this.active > 0 && graceMs > 0) {
       await Promise.race([
         new Promise<void>((resolve) => (this.idle = resolve)),
         new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref()),
       ]);
     }
-    this.hold.releaseAll();
     this.server.closeAllConnections();
     this.admin.close();
     this.upstreams.close();

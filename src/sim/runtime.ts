@@ -1,0 +1,176 @@
+// Assembles one simulated engine from its parsed command line: the model and GPU facts, the perf
+// model, the DP ranks, the metrics, and the mutable lifecycle state the HTTP layer reads
+// (starting / ready / draining, elastic scaling). Environment variables are read here, once.
+import { randomUUID } from "node:crypto";
+import { gpuProfile } from "../domain/gpu-profiles.ts";
+import { modelFactsForName } from "../domain/model-sizes.ts";
+import { createPerfModel, type PerfModel } from "../domain/perf-model.ts";
+import type { EngineArgs, SimCommand, SimOptions } from "./args.ts";
+import { SimEngine } from "./engine.ts";
+import { createSglangMetrics, createVllmMetrics, type EngineMetrics } from "./metrics.ts";
+import { BootstrapRooms, type NixlSide } from "./pd.ts";
+
+export interface Logger {
+  info(fields: object, msg: string): void;
+  warn(fields: object, msg: string): void;
+  error(fields: object, msg: string): void;
+}
+
+export type Phase = "starting" | "ready" | "draining" | "stopping";
+
+export interface EnvSettings {
+  /** VLLM_SKIP_MODEL_NAME_VALIDATION=1 accepts any model name. */
+  skipModelNameValidation: boolean;
+  /** VLLM_ELASTIC_EP_DRAIN_REQUESTS=1: a resize first waits for running requests (up to drain_timeout). */
+  elasticDrain: boolean;
+  /** VLLM_SERVER_DEV_MODE=1 mounts /server_info and /reset_prefix_cache. */
+  vllmDevMode: boolean;
+  /** SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION (default true): /health runs a one-token generation. */
+  sglangHealthGeneration: boolean;
+  /** SGLANG_HEALTH_CHECK_TIMEOUT seconds (default 20). */
+  sglangHealthTimeoutS: number;
+  /** SGLANG_DISAGGREGATION_WAITING_TIMEOUT seconds (default 300): how long decode waits for its prefill. */
+  pdWaitingTimeoutS: number;
+  /** SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT seconds (default 300): how long prefill holds KV for its decode. */
+  pdBootstrapTimeoutS: number;
+  nixlHost: string;
+  nixlPort: number;
+}
+
+export function readEnvSettings(env: Readonly<Record<string, string | undefined>>): EnvSettings {
+  const flag = (name: string, fallback: boolean) => {
+    const value = env[name];
+    if (value === undefined || value === "") return fallback;
+    return !["0", "false", "no", "off"].includes(value.toLowerCase());
+  };
+  const seconds = (name: string, fallback: number) => {
+    const value = Number(env[name]);
+    return env[name] !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback;
+  };
+  return {
+    skipModelNameValidation: flag("VLLM_SKIP_MODEL_NAME_VALIDATION", false),
+    elasticDrain: flag("VLLM_ELASTIC_EP_DRAIN_REQUESTS", false),
+    vllmDevMode: flag("VLLM_SERVER_DEV_MODE", false),
+    sglangHealthGeneration: flag("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", true),
+    sglangHealthTimeoutS: seconds("SGLANG_HEALTH_CHECK_TIMEOUT", 20),
+    pdWaitingTimeoutS: seconds("SGLANG_DISAGGREGATION_WAITING_TIMEOUT", 300),
+    pdBootstrapTimeoutS: seconds("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", 300),
+    nixlHost: env.VLLM_NIXL_SIDE_CHANNEL_HOST || "localhost",
+    nixlPort: seconds("VLLM_NIXL_SIDE_CHANNEL_PORT", 5600),
+  };
+}
+
+export interface InFlight {
+  abort(): void;
+}
+
+export interface SimRuntime {
+  sim: SimOptions;
+  args: EngineArgs;
+  env: EnvSettings;
+  log: Logger;
+  perf: PerfModel;
+  core: SimEngine;
+  metrics: EngineMetrics;
+  /** The name responses and metrics use (the first served name). */
+  modelName: string;
+  maxModelLen: number;
+  /** Total DP size (vLLM external LB: this server holds one rank of it). */
+  dataParallelTotal: number;
+  phase: Phase;
+  /** Set for the whole of an elastic resize: every path answers 503. */
+  scaling: boolean;
+  /** HTTP requests being answered (includes PD legs waiting for their peer). */
+  inFlight: Set<InFlight>;
+  nixl?: NixlSide;
+  rooms?: BootstrapRooms;
+  startedAt: number;
+}
+
+/** Ranks an elastic resize may reach; vLLM's bound is Ray's free capacity. */
+export const MAX_DATA_PARALLEL = 256;
+
+export function createSimRuntime(command: SimCommand, env: Readonly<Record<string, string | undefined>>, log: Logger): SimRuntime {
+  const { sim, engine: args } = command;
+  const gpu = gpuProfile(sim.gpuType);
+  const model = modelFactsForName(args.model, { weightBytes: args.weightBytes, kvCacheBytes: args.kvCacheBytes });
+  const perf = createPerfModel({
+    model,
+    gpu,
+    shape: {
+      tensorParallel: args.tensorParallel,
+      pipelineParallel: args.pipelineParallel,
+      gpuMemoryUtilization: args.gpuMemoryUtilization,
+      blockSize: args.blockSize,
+    },
+  });
+  const maxModelLen = args.maxModelLen ?? model.maxModelLen;
+  if (!perf.fits) {
+    log.warn(
+      { model: args.model, sizeClass: model.sizeClass, gpuType: gpu.id, tensorParallel: args.tensorParallel },
+      "berth-sim: the weights leave no room for a KV cache on this GPU (a real engine would fail to start); simulating a minimal cache",
+    );
+  } else if (perf.kvCapacityTokens < maxModelLen) {
+    log.warn(
+      { kvCapacityTokens: perf.kvCapacityTokens, maxModelLen },
+      "berth-sim: the KV cache holds fewer tokens than max_model_len (a real vLLM refuses to start); requests longer than the cache are refused",
+    );
+  }
+  const simulatedPerf: PerfModel = perf.fits ? perf : { ...perf, kvBlocks: Math.ceil(maxModelLen / args.blockSize) + 1, kvCapacityTokens: (Math.ceil(maxModelLen / args.blockSize) + 1) * args.blockSize };
+  // Defaults as the engines pick them: vLLM's API server uses 8192 tokens / 1024 sequences on
+  // ≥ 70 GiB GPUs other than A100, else 2048 / 256 (arg_utils get_batch_defaults); SGLang 16384 / 256 here.
+  const big = gpu.memoryGb >= 70 && !gpu.id.includes("a100");
+  const limits = {
+    maxRunning: args.maxRunning ?? (args.flavour === "vllm" ? (big ? 1024 : 256) : 256),
+    maxBatchedTokens: args.maxBatchedTokens ?? (args.flavour === "vllm" ? (big ? 8192 : 2048) : 16384),
+    prefixCaching: args.prefixCaching,
+  };
+  const externalRank = args.dataParallelRank;
+  const localRanks = externalRank !== undefined ? 1 : args.dataParallel;
+  const firstRank = externalRank ?? 0;
+  const ranks = Array.from({ length: localRanks }, (_, i) => firstRank + i);
+  const modelName = args.servedModelNames[0] ?? args.model;
+  let core: SimEngine | undefined;
+  const states = () => core?.states() ?? [];
+  const metricsOptions = {
+    modelName,
+    ranks,
+    states,
+    blockSize: args.blockSize,
+    numGpuBlocks: simulatedPerf.kvBlocks,
+    gpuMemoryUtilization: args.gpuMemoryUtilization,
+    prefixCaching: args.prefixCaching,
+    kvConnector: Boolean(args.kvTransfer?.kv_connector),
+  };
+  const metrics =
+    args.flavour === "vllm"
+      ? createVllmMetrics(metricsOptions)
+      : createSglangMetrics({ ...metricsOptions, enabled: args.enableMetrics, mode: args.disaggregationMode, dataParallel: args.dataParallel });
+  core = new SimEngine({ perf: simulatedPerf, limits, timeScale: sim.timeScale, firstRank, ranks: localRanks, events: metrics });
+  const settings = readEnvSettings(env);
+  return {
+    sim,
+    args,
+    env: settings,
+    log,
+    perf: simulatedPerf,
+    core,
+    metrics,
+    modelName,
+    maxModelLen,
+    dataParallelTotal: args.dataParallel,
+    phase: "starting",
+    scaling: false,
+    inFlight: new Set(),
+    nixl: args.kvTransfer?.kv_connector
+      ? {
+          engineId: typeof args.kvTransfer.engine_id === "string" ? args.kvTransfer.engine_id : randomUUID(),
+          host: settings.nixlHost,
+          basePort: settings.nixlPort,
+          tensorParallel: args.tensorParallel,
+        }
+      : undefined,
+    rooms: args.flavour === "sglang" && args.disaggregationMode === "prefill" ? new BootstrapRooms(settings.pdBootstrapTimeoutS * 1000) : undefined,
+    startedAt: Date.now(),
+  };
+}
