@@ -1,5 +1,6 @@
 // `berth router`: parse the flags once, start the router, log one JSON line with its URL,
 // and on SIGTERM/SIGINT stop accepting, give in-flight requests the grace period, exit 0.
+import { readFileSync } from "node:fs";
 import pino from "pino";
 import { parseRouterArgs, RouterConfigError, ROUTER_USAGE } from "./config.ts";
 import { startRouter } from "./server.ts";
@@ -11,7 +12,7 @@ export async function runRouter(args: string[]): Promise<void> {
   }
   let config;
   try {
-    config = parseRouterArgs(args, process.env);
+    config = parseRouterArgs(args, process.env, (path) => readFileSync(path, "utf8"));
   } catch (error) {
     if (!(error instanceof RouterConfigError)) throw error;
     process.stderr.write(`berth router: ${error.message}\n\n${ROUTER_USAGE}`);

@@ -61,6 +61,7 @@ export const ROUTER_USAGE = `usage: berth router --admin-token TOKEN [flags]
   --host H                   address to bind (default 127.0.0.1; 0.0.0.0 or :: binds $BERTH_POD_IP when set)
   --port P                   port (default 8080; 0 picks a free one)
   --admin-token T            bearer token of the /admin API (or $BERTH_ROUTER_ADMIN_TOKEN), ≥ 16 characters
+  --admin-token-file FILE    read that token from a file (e.g. a mounted Secret)
   --policy NAME              round_robin | least_load | cache_aware | session_affinity (default round_robin)
   --engine NAME              PD protocol style: vllm | sglang (default vllm)
   --request-timeout S        per-request limit in seconds (default 1800)
@@ -82,7 +83,13 @@ export const ROUTER_USAGE = `usage: berth router --admin-token TOKEN [flags]
 
 export class RouterConfigError extends Error {}
 
-export function parseRouterArgs(args: string[], env: Record<string, string | undefined>): RouterConfig {
+export function parseRouterArgs(
+  args: string[],
+  env: Record<string, string | undefined>,
+  readTextFile: (path: string) => string = () => {
+    throw new Error("reading files is not available here");
+  },
+): RouterConfig {
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
@@ -93,6 +100,7 @@ export function parseRouterArgs(args: string[], env: Record<string, string | und
         host: { type: "string" },
         port: { type: "string" },
         "admin-token": { type: "string" },
+        "admin-token-file": { type: "string" },
         policy: { type: "string" },
         engine: { type: "string" },
         "request-timeout": { type: "string" },
@@ -139,8 +147,22 @@ export function parseRouterArgs(args: string[], env: Record<string, string | und
     return raw as T;
   };
 
-  const adminToken = text("admin-token") ?? env.BERTH_ROUTER_ADMIN_TOKEN ?? "";
-  if (adminToken.length < 16) problems.push("--admin-token: required, at least 16 characters (or set BERTH_ROUTER_ADMIN_TOKEN)");
+  // A token file is how a pod gets it from a Secret volume without putting it in argv.
+  let fromFile: string | undefined;
+  const tokenFile = text("admin-token-file");
+  if (tokenFile !== undefined) {
+    try {
+      fromFile = readTextFile(tokenFile).trim();
+    } catch (error) {
+      problems.push(`--admin-token-file: cannot read "${tokenFile}": ${(error as Error).message}`);
+    }
+  }
+  const adminToken = text("admin-token") ?? fromFile ?? env.BERTH_ROUTER_ADMIN_TOKEN ?? "";
+  if (adminToken.length < 16 && tokenFile === undefined) {
+    problems.push("--admin-token: required, at least 16 characters (or --admin-token-file, or set BERTH_ROUTER_ADMIN_TOKEN)");
+  } else if (adminToken.length < 16 && fromFile !== undefined) {
+    problems.push(`--admin-token-file: the token in "${tokenFile}" must be at least 16 characters`);
+  }
   let host = text("host") ?? ROUTER_DEFAULTS.host;
   if (host === "") problems.push("--host: must not be empty");
   // Inside a (simulated) pod, "every interface" means the pod's own address.

@@ -1,5 +1,8 @@
 // `berth router` as a real process: /admin/health within 3 s of spawn, admin auth, flag
 // errors, BERTH_POD_IP binding, SIGTERM, and a proxied request end to end.
+import { join } from "node:path";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { closedPort, startFakeEngine } from "./support/fake-engine.ts";
@@ -164,5 +167,19 @@ describe("berth router (process)", () => {
     cleanup.push(() => router.stop());
     const response = await fetch(`${router.url}/admin/endpoints`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(response.status).toBe(200);
+  });
+
+  it("takes the admin token from --admin-token-file (a mounted Secret), and names an unreadable one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "berth-router-token-"));
+    const file = join(dir, "token");
+    writeFileSync(file, `${TOKEN}\n`);
+    const router = await spawnBerth(["router", "--port", "0", "--admin-token-file", file]);
+    cleanup.push(() => router.stop());
+    cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const response = await fetch(`${router.url}/admin/endpoints`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(response.status).toBe(200);
+    const missing = await runToExit(["router", "--admin-token-file", join(dir, "absent")]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/--admin-token-file: cannot read/);
   });
 });
