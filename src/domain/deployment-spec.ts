@@ -1,6 +1,7 @@
 // The ModelDeployment contract (DESIGN §3.1, §3.2): what a user may send as `spec`, the defaulted
 // spec that is stored and returned, the status the agent writes, and the conversion of zod issues
 // into JSON-pointer field errors. Invariant: applySpecDefaults(x) parses under DeploymentSpecInput.
+import { GPU_TYPES } from "./gpu-profiles.ts";
 import { z } from "zod";
 import type { FieldError } from "./errors.ts";
 import { isId } from "./ids.ts";
@@ -58,18 +59,7 @@ export function strictObject<T extends z.core.$ZodLooseShape>(shape: T) {
   });
 }
 
-export const GPU_TYPES = [
-  "nvidia-h100-80gb",
-  "nvidia-h100-pcie-80gb",
-  "nvidia-h200-141gb",
-  "nvidia-b200-180gb",
-  "nvidia-a100-40gb",
-  "nvidia-a100-80gb",
-  "nvidia-l40s-48gb",
-  "nvidia-l4-24gb",
-  "nvidia-a10g-24gb",
-  "amd-mi300x-192gb",
-] as const;
+export { GPU_TYPES };
 export const GpuType = z
   .enum(GPU_TYPES)
   .describe("GPU type as `<vendor>-<model>-<memory>` in lower case; absent means any type.");
