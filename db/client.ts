@@ -39,6 +39,12 @@ export interface Database {
   close(): Promise<void>;
   /** PGlite only: a tarball of the data directory, so tests can start from a migrated copy. */
   dumpDataDir?(): Promise<Blob>;
+  /**
+   * Calls `onNotify` on every NOTIFY on `channel` (and once after a reconnect, in case one
+   * was missed); resolves to a function that stops listening. Absent where the driver has
+   * no lasting session to listen on (Neon): callers poll instead.
+   */
+  listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
 }
 
 // fileURLToPath, not URL#pathname: the latter keeps %20 etc., so a checkout path with a
@@ -77,6 +83,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     ping: async () => void (await client.query("select 1")),
     migrate: () => migrate(db, { migrationsFolder }),
     close: () => client.close(),
+    listen: async (channel, onNotify) => client.listen(channel, () => onNotify()),
     dumpDataDir: async () => (await client.dumpDataDir("none")) as Blob,
   };
 }
@@ -95,6 +102,52 @@ async function createNodePostgres(options: DatabaseOptions): Promise<Database> {
     ping: async () => void (await pool.query("select 1")),
     migrate: () => migrate(db, { migrationsFolder }),
     close: () => pool.end(),
+    listen: (channel, onNotify) => listenWithPg(pg.Client, options.url, channel, onNotify),
+  };
+}
+
+/**
+ * LISTEN on a dedicated connection (a pooled one would be handed to other queries). A lost
+ * connection is replaced after a second; `onNotify` is called on reconnecting because
+ * notifications sent meanwhile are gone.
+ */
+async function listenWithPg(
+  Client: typeof import("pg").Client,
+  url: string,
+  channel: string,
+  onNotify: () => void,
+): Promise<() => Promise<void>> {
+  let closed = false;
+  let current: import("pg").Client | undefined;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  const connect = async (): Promise<void> => {
+    const client = new Client({ connectionString: url });
+    client.on("notification", () => onNotify());
+    client.on("error", () => {});
+    client.on("end", () => {
+      if (closed || current !== client) return;
+      current = undefined;
+      reconnect();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${channel.replace(/"/g, '""')}"`);
+      if (closed) return void (await client.end());
+      current = client;
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw error;
+    }
+  };
+  const reconnect = (): void => {
+    if (closed) return;
+    retry = setTimeout(() => connect().then(onNotify, reconnect), 1000);
+  };
+  await connect();
+  return async () => {
+    closed = true;
+    clearTimeout(retry);
+    await current?.end().catch(() => {});
   };
 }
 

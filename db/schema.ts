@@ -183,3 +183,95 @@ export const events = pgTable(
     index("events_deployment_seq_idx").on(t.deploymentId, t.seq),
   ],
 );
+
+/**
+ * Webhook endpoints. The signing secret is kept in clear text because signing needs it
+ * (unlike API keys, which are stored as hashes); the previous secret keeps signing for
+ * 24 h after a rotation. `startSeq` is the last event seq when the endpoint was created:
+ * only later events go to it.
+ */
+export const webhookEndpoints = pgTable(
+  "webhook_endpoints",
+  {
+    id: text("id").primaryKey(),
+    /** Null for an installation-wide endpoint (every project's events). */
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    url: text("url").notNull(),
+    eventTypes: jsonb("event_types").$type<string[]>().notNull(),
+    description: text("description").notNull(),
+    enabled: boolean("enabled").notNull(),
+    /** user | gone | failing; null while enabled. */
+    disabledReason: text("disabled_reason"),
+    secret: text("secret").notNull(),
+    previousSecret: text("previous_secret"),
+    previousSecretExpiresAt: timestamp("previous_secret_expires_at", { withTimezone: true, mode: "date" }),
+    /** Since when every attempt has failed; null while healthy. */
+    failingSince: timestamp("failing_since", { withTimezone: true, mode: "date" }),
+    startSeq: bigint("start_seq", { mode: "number" }).notNull(),
+    resourceVersion,
+    ...timestamps,
+  },
+  (t) => [
+    index("webhook_endpoints_created_idx").on(t.createdAt, t.id),
+    index("webhook_endpoints_project_created_idx").on(t.projectId, t.createdAt, t.id),
+  ],
+);
+
+/**
+ * One event to one endpoint. A pending delivery is due when `next_attempt_at` has passed;
+ * a dispatcher claims it by pushing `next_attempt_at` one lease ahead and setting
+ * `lease_token`, so a dispatcher that dies mid-send leaves it due again when the lease ends.
+ */
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    id: text("id").primaryKey(),
+    endpointId: text("endpoint_id")
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: "cascade" }),
+    eventId: text("event_id").notNull(),
+    eventType: text("event_type").notNull(),
+    /** pending | succeeded | failed */
+    status: text("status").notNull(),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }),
+    /** Attempts since the delivery was created or last redelivered: the position in the retry schedule. */
+    runAttempts: integer("run_attempts").notNull(),
+    /** The claim of the dispatcher sending it now; only that claim may record the outcome. */
+    leaseToken: text("lease_token"),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [
+    uniqueIndex("webhook_deliveries_endpoint_event_key").on(t.endpointId, t.eventId),
+    index("webhook_deliveries_endpoint_created_idx").on(t.endpointId, t.createdAt, t.id),
+    index("webhook_deliveries_due_idx").on(t.endpointId, t.nextAttemptAt).where(sql`status = 'pending'`),
+  ],
+);
+
+/** Every attempt of a delivery, for the delivery log. */
+export const webhookAttempts = pgTable(
+  "webhook_attempts",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    deliveryId: text("delivery_id")
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: "cascade" }),
+    attemptedAt: timestamp("attempted_at", { withTimezone: true, mode: "date" }).notNull(),
+    statusCode: integer("status_code"),
+    latencyMs: integer("latency_ms").notNull(),
+    /** At most 1 KiB of the response body. */
+    responseSnippet: text("response_snippet"),
+    error: text("error"),
+  },
+  (t) => [index("webhook_attempts_delivery_idx").on(t.deliveryId, t.id)],
+);
+
+/**
+ * The one-row fan-out cursor: the last event seq turned into deliveries. The dispatcher
+ * that holds its row lock fans out; the cursor moves in the same transaction as the
+ * deliveries it creates, so a crash neither loses nor doubles a fan-out.
+ */
+export const webhookFanoutCursor = pgTable("webhook_fanout_cursor", {
+  id: integer("id").primaryKey(),
+  lastSeq: bigint("last_seq", { mode: "number" }).notNull(),
+});

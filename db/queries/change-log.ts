@@ -9,6 +9,14 @@ import type { Db } from "../client.ts";
 /** Arbitrary, fixed: the advisory lock key of the change log. */
 const CHANGE_LOG_LOCK = 727173;
 
-export async function lockChangeLog(db: Db): Promise<void> {
-  await db.execute(sql`select pg_advisory_xact_lock(${CHANGE_LOG_LOCK})`);
+/**
+ * Takes the lock; with `notify`, also queues a NOTIFY on that channel in the same round
+ * trip (PostgreSQL sends it at commit), so listeners learn of the change at once.
+ */
+export async function lockChangeLog(db: Db, notify?: string): Promise<void> {
+  await db.execute(
+    notify
+      ? sql`select pg_advisory_xact_lock(${CHANGE_LOG_LOCK}), pg_notify(${notify}, '')`
+      : sql`select pg_advisory_xact_lock(${CHANGE_LOG_LOCK})`,
+  );
 }

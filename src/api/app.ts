@@ -10,7 +10,9 @@ import { registerClusterRoutes } from "../../routes/clusters/index.ts";
 import { registerDeploymentRoutes } from "../../routes/deployments/index.ts";
 import { registerEventRoutes } from "../../routes/events/index.ts";
 import { registerHealthRoutes } from "../../routes/health.ts";
+import { registerDispatchRoute } from "../../routes/internal/dispatch.ts";
 import { registerProjectRoutes } from "../../routes/projects/index.ts";
+import { registerWebhookRoutes } from "../../routes/webhooks/index.ts";
 import { zodIssuesToFieldErrors } from "../domain/deployment-spec.ts";
 import { InvalidRequest, NotFound } from "../domain/errors.ts";
 import { PrincipalCache } from "../services/auth/principal-cache.ts";
@@ -67,6 +69,8 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   registerClusterRoutes(app);
   registerAgentRoutes(app);
   registerEventRoutes(app);
+  registerWebhookRoutes(app);
+  registerDispatchRoute(app);
   registerOpenApiDocument(app);
   registerApiReference(app, docsAssets);
 

@@ -1,6 +1,7 @@
 // Configuration is parsed once, at start, from the environment; a bad value stops
 // start-up with a message naming the variable. Nothing reads process.env later.
 import { z } from "zod";
+import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from "../domain/webhook-retry.ts";
 
 const DRIVERS = ["pglite", "postgres", "neon"] as const;
 
@@ -17,6 +18,21 @@ export const Config = z
     BERTH_ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
     BERTH_AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
     LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "silent"]).default("info"),
+    BERTH_WEBHOOK_RETRY_SCHEDULE: z
+      .string()
+      .transform((text, ctx) => {
+        try {
+          return parseRetrySchedule(text);
+        } catch (error) {
+          ctx.addIssue({ code: "custom", message: `comma-separated seconds: ${(error as Error).message}` });
+          return z.NEVER;
+        }
+      })
+      .optional(),
+    BERTH_WEBHOOK_ALLOW_PRIVATE: z
+      .enum(["true", "false", "1", "0"], { error: "must be true or false" })
+      .default("false")
+      .transform((value) => value === "true" || value === "1"),
   })
   .transform((env) => ({
     port: env.PORT,
@@ -27,6 +43,8 @@ export const Config = z
     adminToken: env.BERTH_ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,
     authCacheSeconds: env.BERTH_AUTH_CACHE_SECONDS,
+    webhookRetrySchedule: env.BERTH_WEBHOOK_RETRY_SCHEDULE ?? [...DEFAULT_RETRY_SCHEDULE_SECONDS],
+    webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE,
   }));
 
 export type Config = z.output<typeof Config>;

@@ -6,6 +6,7 @@ import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { PrincipalCache } from "../services/auth/principal-cache.ts";
 import type { AppConfig, ServiceContext, SystemContext } from "../services/context.ts";
+import type { WebhookTransport } from "../services/webhooks/transport.ts";
 
 export interface Logger {
   info(obj: object, msg?: string): void;
@@ -22,6 +23,8 @@ export interface AppDeps {
   principals?: PrincipalCache;
   /** Resolves when the database answers; /readyz calls it. */
   checkDatabase(): Promise<void>;
+  /** How webhooks resolve hosts and reach receivers (runtime-specific); absent = plain fetch, no pinning. */
+  webhookTransport?: WebhookTransport;
 }
 
 export type AppEnv = {
@@ -33,8 +36,8 @@ export type AppEnv = {
 };
 
 export function systemContext(c: Context<AppEnv>): SystemContext {
-  const { db, clock, config, principals } = c.get("deps");
-  return { db, clock, config, principals };
+  const { db, clock, config, principals, webhookTransport } = c.get("deps");
+  return { db, clock, config, principals, webhookTransport };
 }
 
 export function serviceContext(c: Context<AppEnv>): ServiceContext {

@@ -1,7 +1,16 @@
 // The OpenAPI 3.1 document, generated from the zod schemas of every route and then
-// completed with openapi3-ts (security scheme, default security); served at /openapi.json.
+// completed with openapi3-ts (security scheme, default security, and the `webhooks`
+// section: one entry per event type, its body built from EVENT_DATA); served at /openapi.json.
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { OpenApiBuilder, type OpenAPIObject, type OperationObject, type PathItemObject } from "openapi3-ts/oas31";
+import {
+  OpenApiBuilder,
+  type OpenAPIObject,
+  type OperationObject,
+  type ParameterObject,
+  type PathItemObject,
+} from "openapi3-ts/oas31";
+import { EVENT_DATA, EVENT_TYPES, type EventType } from "../domain/events.ts";
+import { webhookPayloadSchema } from "../domain/webhooks.ts";
 import type { AppEnv } from "./env.ts";
 
 export const API_VERSION = "0.1.0";
@@ -20,13 +29,13 @@ export function buildOpenApiDocument(app: OpenAPIHono<AppEnv>): OpenAPIObject {
         "Errors are RFC 9457 problem+json; reads carry an ETag and writes accept If-Match; POSTs accept Idempotency-Key.",
     },
   }) as OpenAPIObject;
-  const document = OpenApiBuilder.create(generated)
-    .addSecurityScheme("bearerAuth", {
-      type: "http",
-      scheme: "bearer",
-      description: "An API key (bp_…), the installation admin token, or an agent credential (ba_…)",
-    })
-    .getSpec();
+  const builder = OpenApiBuilder.create(generated).addSecurityScheme("bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "An API key (bp_…), the installation admin token, or an agent credential (ba_…)",
+  });
+  for (const type of EVENT_TYPES) builder.addWebhook(type, webhookPathItem(type));
+  const document = builder.getSpec();
   document.security = BEARER;
   declarePublicOperations(document);
   return document;
@@ -47,7 +56,53 @@ function declarePublicOperations(document: OpenAPIObject): void {
   }
 }
 
+/** The component name of an event type's delivery body: deployment.created → DeploymentCreatedWebhook. */
+function payloadComponent(type: EventType): string {
+  return `${type.split(/[._]/).map((part) => part[0]!.toUpperCase() + part.slice(1)).join("")}Webhook`;
+}
+
+const SIGNATURE_HEADERS: ParameterObject[] = [
+  { name: "webhook-id", in: "header", required: true, schema: { type: "string" }, description: "The event id (evt_…): the same on every attempt, so deduplicate on it" },
+  { name: "webhook-timestamp", in: "header", required: true, schema: { type: "string" }, description: "Seconds since the epoch when this attempt was sent" },
+  {
+    name: "webhook-signature",
+    in: "header",
+    required: true,
+    schema: { type: "string" },
+    description:
+      "Space-separated `v1,<base64 HMAC-SHA256 of id.timestamp.body>` signatures with the endpoint's secret " +
+      "(and for 24 h after a rotation, also the previous one). Verify with any Standard Webhooks library.",
+  },
+];
+
+function webhookPathItem(type: EventType): PathItemObject {
+  return {
+    post: {
+      operationId: `on${payloadComponent(type).replace(/Webhook$/, "")}`,
+      summary: type === "webhook.test" ? "Sent by POST /v1/webhooks/{id}/test only" : `Sent when ${type} occurs`,
+      tags: ["Webhook events"],
+      security: [],
+      parameters: SIGNATURE_HEADERS,
+      requestBody: {
+        required: true,
+        content: { "application/json": { schema: { $ref: `#/components/schemas/${payloadComponent(type)}` } } },
+      },
+      responses: {
+        "2XX": { description: "Received. Any other answer is retried (Retry-After is honoured); 410 disables the endpoint." },
+      },
+    },
+  };
+}
+
+/** Registers each event type's delivery body as a component, so the webhooks section can point at it. */
+function registerWebhookPayloads(app: OpenAPIHono<AppEnv>): void {
+  for (const type of EVENT_TYPES) {
+    app.openAPIRegistry.register(payloadComponent(type), webhookPayloadSchema(type, EVENT_DATA[type]));
+  }
+}
+
 export function registerOpenApiDocument(app: OpenAPIHono<AppEnv>): void {
+  registerWebhookPayloads(app);
   let document: OpenAPIObject | undefined;
   app.get("/openapi.json", (c) => c.json((document ??= buildOpenApiDocument(app))));
 }

@@ -5,6 +5,7 @@ import { parseConfig, type Config } from "./config.ts";
 import type { DocsAssets } from "./docs.ts";
 import { consoleLogger, type Logger } from "./env.ts";
 import { prepareApi } from "./start.ts";
+import { nodeWebhookTransport } from "./webhook-transport-node.ts";
 
 // The slice of the Deno namespace this file uses, declared here so `tsc` (which has no Deno
 // types) checks the file too; at run time `Deno` is the real global.
@@ -15,6 +16,8 @@ declare const Deno: {
   stderr: { writeSync(bytes: Uint8Array): number };
   addSignalListener(signal: "SIGINT" | "SIGTERM", handler: () => void): void;
   exit(code: number): never;
+  /** Present with --unstable-cron and on Deno Deploy. */
+  cron?(name: string, schedule: string, handler: () => Promise<void>): Promise<void>;
   serve(
     options: { hostname: string; port: number; onListen?: (address: { hostname: string; port: number }) => void },
     handler: (request: Request) => Response | Promise<Response>,
@@ -53,7 +56,15 @@ async function main(): Promise<void> {
     docsAssets: denoDocsAssets,
     notify: (text) => Deno.stderr.writeSync(new TextEncoder().encode(text)),
     makeDirectory: (path) => Deno.mkdir(path, { recursive: true }),
+    webhookTransport: nodeWebhookTransport,
   });
+  // The dispatcher loop runs while this process lives; Deno.cron also runs a pass every
+  // minute where isolates sleep between requests (Deno Deploy). Passes may overlap safely.
+  if (typeof Deno.cron === "function") {
+    void Deno.cron("berth webhook dispatch", "* * * * *", async () => {
+      await api.dispatchOnce().catch((error: unknown) => logger.warn({ err: String(error) }, "webhook cron pass failed"));
+    });
+  }
   const server = Deno.serve(
     {
       hostname: config.host,

@@ -1,5 +1,6 @@
 // The Node entry of the API: prepare it (src/api/start.ts) and serve it with
-// @hono/node-server, pino logs and the docs bundle read from node_modules.
+// @hono/node-server, pino logs, the docs bundle read from node_modules and the pinning
+// webhook transport.
 import { serve, type ServerType } from "@hono/node-server";
 import { mkdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -9,6 +10,7 @@ import type { Database } from "../../db/client.ts";
 import type { Config } from "./config.ts";
 import type { DocsAssets } from "./docs.ts";
 import { openDatabase as openEntryDatabase, prepareApi } from "./start.ts";
+import { nodeWebhookTransport } from "./webhook-transport-node.ts";
 
 const makeDirectory = async (path: string) => void (await mkdir(path, { recursive: true }));
 
@@ -36,6 +38,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     docsAssets: nodeDocsAssets,
     notify: (text) => process.stderr.write(text),
     makeDirectory,
+    webhookTransport: nodeWebhookTransport,
   });
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: api.app.fetch, port: config.port, hostname: config.host }, () => resolve(s));

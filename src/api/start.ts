@@ -1,7 +1,8 @@
 // What every long-running entry (Node, Deno) does before it serves: open the database,
 // migrate, bootstrap an empty installation (printing its admin key once), build the app
-// with Prometheus metrics, and run housekeeping on a timer. Runtime specifics — making
-// a directory, writing to stderr, logs, the docs bundle — are passed in.
+// with Prometheus metrics, run housekeeping on a timer and the webhook dispatcher loop.
+// Runtime specifics — making a directory, writing to stderr, logs, the docs bundle, the
+// webhook transport — are passed in.
 import { prometheus } from "@hono/prometheus";
 import { Registry } from "prom-client";
 import { createDatabase, inferDriver, type Database } from "../../db/client.ts";
@@ -9,10 +10,13 @@ import { systemClock } from "../domain/clock.ts";
 import { bootstrapInstallation } from "../services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../services/context.ts";
 import { MAINTENANCE_INTERVAL_MS, runMaintenance } from "../services/maintenance.ts";
+import { dispatchWebhooks } from "../services/webhooks/dispatch-webhooks.ts";
+import type { WebhookTransport } from "../services/webhooks/transport.ts";
 import { createApp } from "./app.ts";
 import type { Config } from "./config.ts";
 import type { DocsAssets } from "./docs.ts";
 import type { Logger } from "./env.ts";
+import { startWebhookDispatcher } from "./webhook-dispatcher.ts";
 
 export interface EntryRuntime {
   logger: Logger;
@@ -21,6 +25,8 @@ export interface EntryRuntime {
   notify(text: string): void;
   /** Creates a directory and its parents (for the embedded database). */
   makeDirectory(path: string): Promise<void>;
+  /** Resolves webhook hosts and connects to the checked address (absent: plain fetch, no pinning). */
+  webhookTransport?: WebhookTransport;
 }
 
 export async function openDatabase(config: Config, makeDirectory: EntryRuntime["makeDirectory"]): Promise<Database> {
@@ -37,7 +43,9 @@ export async function openDatabase(config: Config, makeDirectory: EntryRuntime["
 export interface PreparedApi {
   app: ReturnType<typeof createApp>;
   database: Database;
-  /** Stops housekeeping and closes the database. */
+  /** One webhook dispatch pass (the Deno entry's Deno.cron calls it). */
+  dispatchOnce(): Promise<unknown>;
+  /** Stops housekeeping and the webhook dispatcher, and closes the database. */
   close(): Promise<void>;
 }
 
@@ -48,8 +56,13 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     ...DEFAULT_APP_CONFIG,
     adminToken: config.adminToken,
     authCacheSeconds: config.authCacheSeconds,
+    webhooks: {
+      ...DEFAULT_APP_CONFIG.webhooks,
+      retryScheduleSeconds: config.webhookRetrySchedule,
+      allowPrivateAddresses: config.webhookAllowPrivate,
+    },
   };
-  const ctx = { db: database.db, clock: systemClock, config: appConfig };
+  const ctx = { db: database.db, clock: systemClock, config: appConfig, webhookTransport: runtime.webhookTransport };
   const { adminToken } = await bootstrapInstallation({ ctx });
   if (adminToken) {
     // Printed once, on the first start of an empty database; only its hash is stored.
@@ -77,11 +90,18 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
   }, MAINTENANCE_INTERVAL_MS);
   // Node: housekeeping alone must not keep the process alive.
   (maintenance as { unref?: () => void }).unref?.();
+  const dispatcher = startWebhookDispatcher({
+    ctx,
+    logger: runtime.logger,
+    listen: database.listen?.bind(database),
+  });
   return {
     app,
     database,
+    dispatchOnce: () => dispatchWebhooks({ ctx }),
     close: async () => {
       clearInterval(maintenance);
+      await dispatcher.stop();
       await database.close();
     },
   };

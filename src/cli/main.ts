@@ -13,7 +13,36 @@ commands:
   sim-engine [flags] -- <vllm or sglang command line>
                         run the engine simulator in place of vLLM or SGLang
   router [flags]        run the built-in request router
+
+user commands (BERTH_URL/BERTH_TOKEN or \`berth login\`; --help on each):
+  login --url URL --token KEY     check a key and save it (~/.config/berth/config.json)
+  apply -f FILE                   create or update deployments from YAML or JSON
+  get NAME|ID                     show a deployment
+  list                            list deployments
+  describe NAME|ID                spec, status, conditions and recent events
+  delete NAME|ID                  delete a deployment
+  watch                           follow deployment changes, one line per notice
+  scale NAME ROLE=N…              set role replicas (If-Match, one retry on 412)
+  keys list|create|revoke         API keys
+  clusters create|get|list        clusters and their join tokens
+  webhooks list|create|delete|test
+                                  webhook endpoints
 `;
+
+/** User commands, each in its own module, loaded only when run (so serve, router and sim-engine start fast). */
+const USER_COMMANDS: Record<string, () => Promise<{ run(args: string[]): Promise<void> }>> = {
+  login: () => import("./commands/login.ts"),
+  apply: () => import("./commands/apply.ts"),
+  get: () => import("./commands/get.ts"),
+  list: () => import("./commands/list.ts"),
+  describe: () => import("./commands/describe.ts"),
+  delete: () => import("./commands/delete.ts"),
+  watch: () => import("./commands/watch.ts"),
+  scale: () => import("./commands/scale.ts"),
+  keys: () => import("./commands/keys.ts"),
+  clusters: () => import("./commands/clusters.ts"),
+  webhooks: () => import("./commands/webhooks.ts"),
+};
 
 /** Loaded on demand: `sim-engine` and `router` start many times at once and need none of it. */
 async function loadConfig(): Promise<Config> {
@@ -66,9 +95,16 @@ async function main(argv: string[]): Promise<void> {
       await runRouter(rest);
       return;
     }
-    default:
+    default: {
+      const load = command === undefined ? undefined : USER_COMMANDS[command];
+      if (load) {
+        const [{ run }, { runCommand }] = await Promise.all([load(), import("./user/session.ts")]);
+        process.exitCode = await runCommand(() => run(rest));
+        return;
+      }
       process.stderr.write(USAGE);
       process.exit(command === undefined || command === "help" || command === "--help" ? 0 : 2);
+    }
   }
 }
 

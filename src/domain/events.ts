@@ -73,6 +73,29 @@ export const DeploymentPhaseData = z
   })
   .meta({ id: "DeploymentPhaseData" });
 
+export const WebhookRef = z
+  .object({
+    id: z.string().describe("whk_…"),
+    url: z.string(),
+    projectId: z.string().optional().describe("Absent for an installation-wide endpoint"),
+  })
+  .meta({ id: "WebhookRef" });
+
+export const WebhookDisabledData = z
+  .object({
+    webhook: WebhookRef,
+    reason: z.enum(["gone", "failing"]).describe("gone: the receiver answered 410; failing: every attempt failed for 3 days"),
+    failingSince: z.string().datetime().optional(),
+    lastAttempt: z
+      .object({ statusCode: z.number().int().optional(), error: z.string().optional() })
+      .describe("The attempt that disabled it"),
+  })
+  .meta({ id: "WebhookDisabledData" });
+
+export const WebhookTestData = z
+  .object({ webhook: WebhookRef, message: z.string() })
+  .meta({ id: "WebhookTestData" });
+
 /** The payload of each type; types whose producer is not built yet carry a free-form object. */
 export const EVENT_DATA: Record<EventType, z.ZodType> = {
   "deployment.created": DeploymentLifecycleData,
@@ -93,8 +116,8 @@ export const EVENT_DATA: Record<EventType, z.ZodType> = {
   "request.ready": z.record(z.string(), z.unknown()),
   "request.deployed": z.record(z.string(), z.unknown()),
   "request.failed": z.record(z.string(), z.unknown()),
-  "webhook.disabled": z.record(z.string(), z.unknown()),
-  "webhook.test": z.record(z.string(), z.unknown()),
+  "webhook.disabled": WebhookDisabledData,
+  "webhook.test": WebhookTestData,
 };
 
 export const Event = z

@@ -3,7 +3,9 @@
 import type { Db } from "../../db/client.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
+import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../domain/webhook-retry.ts";
 import type { PrincipalCache } from "./auth/principal-cache.ts";
+import type { WebhookTransport } from "./webhooks/transport.ts";
 
 export interface ServiceContext {
   db: Db;
@@ -12,6 +14,8 @@ export interface ServiceContext {
   config: AppConfig;
   /** This instance's memory of recently authenticated tokens; absent = none. */
   principals?: PrincipalCache;
+  /** How webhooks resolve and reach receivers (runtime-specific, from the entry); absent = plain fetch. */
+  webhookTransport?: WebhookTransport;
 }
 
 /** Context for work done before a caller is known (authentication, bootstrap). */
@@ -31,6 +35,29 @@ export interface AppConfig {
   streamPollMs: number;
   /** After this long without an event, a stream sends a comment so proxies keep it open. */
   streamHeartbeatMs: number;
+  webhooks: WebhookConfig;
+}
+
+/** Webhook delivery (DESIGN §10). */
+export interface WebhookConfig {
+  /** BERTH_WEBHOOK_RETRY_SCHEDULE: seconds before each retry (jittered ±10%). */
+  retryScheduleSeconds: readonly number[];
+  /** BERTH_WEBHOOK_ALLOW_PRIVATE: lift the SSRF guard (local use and tests only). */
+  allowPrivateAddresses: boolean;
+  /** Per attempt, from connecting to the response headers. */
+  timeoutMs: number;
+  /** How long a claimed delivery belongs to its dispatcher before it is due again. */
+  leaseSeconds: number;
+  /** An endpoint whose attempts have all failed for this long is disabled. */
+  disableAfterFailingMs: number;
+  /** After a rotation, how long the previous secret keeps signing. */
+  previousSecretTtlMs: number;
+  /** Deliveries one dispatch pass claims and sends at once. */
+  claimBatch: number;
+  /** Of those, at most this many to any one endpoint. */
+  endpointConcurrency: number;
+  /** Events one dispatch fans out. */
+  fanoutBatch: number;
 }
 
 export const DEFAULT_APP_CONFIG: AppConfig = {
@@ -39,4 +66,15 @@ export const DEFAULT_APP_CONFIG: AppConfig = {
   authCacheSeconds: 5,
   streamPollMs: 500,
   streamHeartbeatMs: 15_000,
+  webhooks: {
+    retryScheduleSeconds: DEFAULT_RETRY_SCHEDULE_SECONDS,
+    allowPrivateAddresses: false,
+    timeoutMs: 10_000,
+    leaseSeconds: 30,
+    disableAfterFailingMs: 3 * 24 * 60 * 60 * 1000,
+    previousSecretTtlMs: 24 * 60 * 60 * 1000,
+    claimBatch: 50,
+    endpointConcurrency: 4,
+    fanoutBatch: 500,
+  },
 };

@@ -5,6 +5,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { aDeployment } from "../fixtures/deployment-builder.ts";
 import { openTestDatabase, type TestDatabase } from "../support/databases.ts";
+import { Webhook } from "standardwebhooks";
+import { startReceiver } from "../webhooks/support/receiver.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const DENO = fileURLToPath(new URL("../../node_modules/.bin/deno", import.meta.url));
@@ -86,6 +88,7 @@ beforeAll(async () => {
       DATABASE_URL: database.url,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
       LOG_LEVEL: "info",
+      BERTH_WEBHOOK_ALLOW_PRIVATE: "true", // the webhook receiver below is on loopback
     },
   });
   baseUrl = await waitForListening(child);
@@ -96,6 +99,11 @@ afterAll(async () => {
   if (child) await stopChild(child);
   await database?.close();
 }, 30_000);
+
+async function defaultProjectId(): Promise<string> {
+  const { items } = (await (await api("/v1/projects")).json()) as { items: Array<{ id: string; name: string }> };
+  return items.find((p) => p.name === "default")!.id;
+}
 
 describe("deno task serve", () => {
   it("serves the API from Deno on PostgreSQL", async () => {
@@ -125,6 +133,31 @@ describe("deno task serve", () => {
     expect(read.status).toBe(200);
     expect(read.headers.get("etag")).toBe(`"${deployment.resourceVersion}"`);
     expect(await read.json()).toEqual(deployment);
+  });
+
+  it("delivers signed webhooks from its dispatcher loop", async () => {
+    const receiver = await startReceiver();
+    try {
+      const created = await api("/v1/webhooks", {
+        method: "POST",
+        body: JSON.stringify({ url: receiver.url, eventTypes: ["deployment.created"] }),
+      });
+      expect(created.status, await created.clone().text()).toBe(201);
+      const { secret } = (await created.json()) as { secret: string };
+      const deployment = await api("/v1/deployments", {
+        method: "POST",
+        body: JSON.stringify({ ...aDeployment().name("deno-hooked").build(), projectId: await defaultProjectId() }),
+      });
+      expect(deployment.status).toBe(201);
+      await receiver.waitFor(1, 15_000);
+      const [request] = receiver.received;
+      expect(new Webhook(secret).verify(request!.body, request!.headers)).toMatchObject({
+        type: "deployment.created",
+        data: { deployment: { name: "deno-hooked" } },
+      });
+    } finally {
+      await receiver.close();
+    }
   });
 
   it("serves /docs with its bundle read by the Deno entry", async () => {

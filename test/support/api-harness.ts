@@ -5,6 +5,7 @@ import { createApp } from "../../src/api/app.ts";
 import type { AppEnv, Logger } from "../../src/api/env.ts";
 import { bootstrapInstallation } from "../../src/services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../../src/services/context.ts";
+import type { WebhookTransport } from "../../src/services/webhooks/transport.ts";
 import { openTestDatabase, type TestDatabase, type TestDriver } from "./databases.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -14,6 +15,9 @@ export class TestClock {
   now = () => new Date(this.current.getTime());
   advance(ms: number) {
     this.current = new Date(this.current.getTime() + ms);
+  }
+  set(at: Date) {
+    this.current = new Date(at.getTime());
   }
 }
 
@@ -49,9 +53,15 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function createTestApi(driver: TestDriver, config: Partial<AppConfig> = {}): Promise<TestApi> {
+export interface TestApiOptions {
+  /** Start the clock here (webhook tests start at the real time: receivers check signature timestamps). */
+  clock?: TestClock;
+  webhookTransport?: WebhookTransport;
+}
+
+export async function createTestApi(driver: TestDriver, config: Partial<AppConfig> = {}, options: TestApiOptions = {}): Promise<TestApi> {
   const database = await openTestDatabase(driver);
-  const clock = new TestClock();
+  const clock = options.clock ?? new TestClock();
   const appConfig: AppConfig = { ...DEFAULT_APP_CONFIG, adminToken: ADMIN_TOKEN, ...config };
   await bootstrapInstallation({ ctx: { db: database.db, clock, config: appConfig } });
   const app = createApp({
@@ -60,6 +70,7 @@ export async function createTestApi(driver: TestDriver, config: Partial<AppConfi
     config: appConfig,
     logger: silentLogger,
     checkDatabase: () => database.ping(),
+    webhookTransport: options.webhookTransport,
   });
 
   const call: TestApi["call"] = async (method, path, options = {}) => {

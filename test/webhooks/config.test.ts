@@ -1,0 +1,23 @@
+// The webhook settings of the environment: parsed once at start, bad values named.
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/api/config.ts";
+import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../../src/domain/webhook-retry.ts";
+
+describe("webhook configuration", () => {
+  it("defaults to the DESIGN schedule with the SSRF guard on", () => {
+    const config = parseConfig({});
+    expect(config.webhookRetrySchedule).toEqual([...DEFAULT_RETRY_SCHEDULE_SECONDS]);
+    expect(config.webhookAllowPrivate).toBe(false);
+  });
+
+  it("reads BERTH_WEBHOOK_RETRY_SCHEDULE and BERTH_WEBHOOK_ALLOW_PRIVATE", () => {
+    const config = parseConfig({ BERTH_WEBHOOK_RETRY_SCHEDULE: "1,2,3", BERTH_WEBHOOK_ALLOW_PRIVATE: "true" });
+    expect(config.webhookRetrySchedule).toEqual([1, 2, 3]);
+    expect(config.webhookAllowPrivate).toBe(true);
+  });
+
+  it("names a bad value", () => {
+    expect(() => parseConfig({ BERTH_WEBHOOK_RETRY_SCHEDULE: "5,soon" })).toThrow(/BERTH_WEBHOOK_RETRY_SCHEDULE: comma-separated seconds/);
+    expect(() => parseConfig({ BERTH_WEBHOOK_ALLOW_PRIVATE: "yes" })).toThrow(/BERTH_WEBHOOK_ALLOW_PRIVATE: must be true or false/);
+  });
+});
