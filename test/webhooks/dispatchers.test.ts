@@ -161,5 +161,5 @@ describe("webhook dispatchers on postgres", () => {
       await emitting.catch(() => {});
       if (child) await kill(child, "SIGTERM");
     }
-  }, 120_000);
+  }, 300_000);
 });

@@ -1,0 +1,438 @@
+// The Kubernetes-API-compatible HTTP front of the simulated cluster (node:http, JSON only):
+// discovery (/version, /api, /apis, /api/v1, /apis/<group>/<version>), CRUD on every type in
+// resources.ts, the four patch content types, list/watch with selectors and resourceVersion,
+// Table output for kubectl, and the subresources berth touches (status, scale, binding,
+// eviction, log). Watches answer 200 with headers flushed at once (client-node's Watch waits
+// for them) and one JSON event per line; a resourceVersion older than the kept history gets
+// an ERROR event carrying a 410 Expired Status, then the stream ends, as from kube-apiserver.
+// When a token is configured every request but /version and health checks must carry it.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { parse as parseYaml } from "yaml";
+import { ApiError, errors, type KubeObject } from "./objects.ts";
+import { jsonPatch, mergePatch, strategicMergePatch } from "./patch.ts";
+import type { DeleteOptions, PatchType, Registry, WriteOptions } from "./registry.ts";
+import { coreVersions, findResource, groupDocument, groupList, groupVersion, resourceList, versionInfo, type ResourceType } from "./resources.ts";
+import { formatLabelSelector, fromSelectorObject } from "./selectors.ts";
+import { toTable } from "./tables.ts";
+
+export interface PodLogRequest {
+  container?: string;
+  previous: boolean;
+  tailLines?: number;
+  limitBytes?: number;
+  sinceSeconds?: number;
+  timestamps: boolean;
+  follow: boolean;
+}
+
+/** Where container output lives (the kubelet). `read` throws an ApiError for a container with no log yet. */
+export interface PodLogSource {
+  read(pod: KubeObject, request: PodLogRequest): { text: string; follow?(onText: (text: string) => void, onEnd: () => void): () => void };
+}
+
+export interface ApiServerOptions {
+  registry: Registry;
+  logs?: PodLogSource;
+  host?: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /** Bearer token every resource request must carry; none: open (loopback only). */
+  token?: string;
+  /** Request log, one line per request (method, path, status, ms). */
+  log?: (line: string) => void;
+}
+
+export interface ApiServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+const PATCH_TYPES: Record<string, PatchType> = {
+  "application/merge-patch+json": "merge",
+  "application/json-patch+json": "json",
+  "application/strategic-merge-patch+json": "strategic",
+  "application/apply-patch+yaml": "apply",
+  "application/apply-patch+json": "apply",
+};
+
+interface Target {
+  resource: ResourceType;
+  namespace?: string;
+  name?: string;
+  subresource?: string;
+  watchPath: boolean;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new ApiError(413, "RequestEntityTooLarge", "the request body is too large"));
+        req.destroy();
+      } else chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function parseBody(text: string, contentType: string): unknown {
+  if (text.trim() === "") throw errors.badRequest("the request body is empty");
+  try {
+    return contentType.includes("yaml") ? parseYaml(text) : JSON.parse(text);
+  } catch (error) {
+    throw errors.badRequest(`the body of the request could not be decoded: ${(error as Error).message}`);
+  }
+}
+
+function send(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function resolveTarget(group: string, version: string, rest: string[]): Target | undefined {
+  let watchPath = false;
+  if (rest[0] === "watch") {
+    watchPath = true;
+    rest = rest.slice(1);
+  }
+  if (rest[0] === "namespaces" && rest.length >= 3) {
+    const resource = findResource(group, version, rest[2]!);
+    if (resource?.namespaced) return { resource, namespace: rest[1], name: rest[3], subresource: rest[4], watchPath };
+  }
+  const resource = rest[0] === undefined ? undefined : findResource(group, version, rest[0]);
+  if (!resource) return undefined;
+  if (rest.length > 3) return undefined;
+  return { resource, name: rest[1], subresource: rest[2], watchPath };
+}
+
+function optionalInt(params: URLSearchParams, key: string): number | undefined {
+  const raw = params.get(key);
+  if (raw === null || raw === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value)) throw errors.badRequest(`${key}: Invalid value: "${raw}": must be an integer`);
+  return value;
+}
+
+const truthy = (value: string | null) => value === "true" || value === "1";
+
+/** `kubectl/v1.32.4 (linux/amd64) …` → `kubectl`, the API server's default field manager. */
+function managerOf(req: IncomingMessage, params: URLSearchParams): string | undefined {
+  const explicit = params.get("fieldManager");
+  if (explicit) return explicit;
+  const agent = req.headers["user-agent"];
+  return agent ? agent.split("/")[0]!.trim() || undefined : undefined;
+}
+
+function stripTypeMeta(object: KubeObject): KubeObject {
+  const { apiVersion: _a, kind: _k, ...rest } = object;
+  return rest as KubeObject;
+}
+
+export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
+  const { registry } = options;
+  const sockets = new Set<Socket>();
+  const watches = new Set<ServerResponse>();
+  let address = "";
+
+  const accepts = (req: IncomingMessage, what: string) => (req.headers.accept ?? "").includes(what);
+
+  async function handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const path = url.pathname.replace(/\/+$/, "") || "/";
+    const params = url.searchParams;
+    if (path === "/version") return send(res, 200, versionInfo);
+    if (/^\/(healthz|livez|readyz)(\/.*)?$/.test(path)) {
+      res.writeHead(200, { "Content-Type": "text/plain" });
+      return void res.end("ok");
+    }
+    if (options.token && req.headers.authorization !== `Bearer ${options.token}`) throw errors.unauthorized();
+    if (path === "/api") return send(res, 200, coreVersions(address));
+    if (path === "/apis") return send(res, 200, groupList());
+    const segments = path.split("/").filter(Boolean).map(decodeURIComponent);
+    let group: string;
+    let version: string;
+    let rest: string[];
+    if (segments[0] === "api" && segments.length >= 2) [group, version, rest] = ["", segments[1]!, segments.slice(2)];
+    else if (segments[0] === "apis" && segments.length >= 2) {
+      if (segments.length === 2) {
+        const document = groupDocument(segments[1]!);
+        if (!document) throw errors.pathNotFound();
+        return send(res, 200, document);
+      }
+      [group, version, rest] = [segments[1]!, segments[2]!, segments.slice(3)];
+    } else throw errors.pathNotFound();
+    if (rest.length === 0) {
+      const document = resourceList(group, version);
+      if (!document) throw errors.pathNotFound();
+      return send(res, 200, document);
+    }
+    const target = resolveTarget(group, version, rest);
+    if (!target) throw errors.pathNotFound();
+    return handleResource(req, res, params, target);
+  }
+
+  async function handleResource(req: IncomingMessage, res: ServerResponse, params: URLSearchParams, target: Target): Promise<void> {
+    const { resource, namespace, name, subresource } = target;
+    if (subresource && !resource.subresources.includes(subresource)) throw errors.pathNotFound();
+    const method = req.method ?? "GET";
+    const write: WriteOptions = {
+      fieldManager: managerOf(req, params),
+      dryRun: params.get("dryRun") === "All",
+      ...(subresource === "status" && { subresource: "status" as const }),
+    };
+    const contentType = (req.headers["content-type"] ?? "application/json").split(";")[0]!.trim().toLowerCase();
+
+    if (!name) {
+      if (resource.namespaced && namespace === undefined && method !== "GET") throw errors.methodNotAllowed();
+      if (method === "GET") {
+        if (target.watchPath || truthy(params.get("watch"))) return watch(req, res, params, target);
+        return list(req, res, params, target);
+      }
+      if (method === "POST") {
+        const created = await registry.create(resource, namespace, parseBody(await readBody(req), contentType), write);
+        return send(res, 201, created);
+      }
+      if (method === "DELETE") {
+        const deleted = await registry.deleteCollection(
+          resource,
+          namespace,
+          { labelSelector: params.get("labelSelector") ?? undefined, fieldSelector: params.get("fieldSelector") ?? undefined },
+          await deleteOptions(req, params),
+        );
+        return send(res, 200, { apiVersion: groupVersion(resource), kind: `${resource.kind}List`, metadata: {}, items: deleted.map(stripTypeMeta) });
+      }
+      throw errors.methodNotAllowed();
+    }
+
+    if (target.watchPath) return watch(req, res, params, { ...target, name: undefined }, name);
+    if (subresource === "log") return podLog(res, params, target);
+    if (subresource === "scale") return scale(req, res, params, target, write, contentType);
+    if (subresource === "binding" || subresource === "eviction") {
+      if (method !== "POST") throw errors.methodNotAllowed();
+      const body = parseBody(await readBody(req), contentType) as Record<string, any>;
+      if (subresource === "binding") {
+        if (!body?.target?.name) throw errors.badRequest("binding target is required");
+        await registry.bind(namespace!, name, body.target.name, write.fieldManager);
+      } else await registry.delete(resource, namespace, name, { ...(body?.deleteOptions ?? {}) });
+      return send(res, 201, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", code: 201 });
+    }
+
+    switch (method) {
+      case "GET": {
+        const object = registry.get(resource, namespace, name);
+        if (accepts(req, "as=Table")) return send(res, 200, toTable(resource, [object], { resourceVersion: object.metadata.resourceVersion }, params.get("includeObject") ?? "Metadata"));
+        if (accepts(req, "as=PartialObjectMetadata")) return send(res, 200, { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: object.metadata });
+        return send(res, 200, object);
+      }
+      case "PUT": {
+        const updated = await registry.update(resource, namespace, name, parseBody(await readBody(req), contentType), write);
+        return send(res, 200, updated);
+      }
+      case "PATCH": {
+        const type = PATCH_TYPES[contentType];
+        if (!type) throw errors.unsupportedMediaType(contentType);
+        const force = truthy(params.get("force"));
+        if (force && type !== "apply") throw errors.badRequest("force: Forbidden: may not be specified for non-apply patch");
+        const body = parseBody(await readBody(req), type === "apply" ? "yaml" : "json");
+        const existed = registry.find(resource, namespace, name) !== undefined;
+        const patched = await registry.patch(resource, namespace, name, type, body, { ...write, force });
+        return send(res, existed ? 200 : 201, patched);
+      }
+      case "DELETE": {
+        const deleted = await registry.delete(resource, namespace, name, await deleteOptions(req, params));
+        return send(res, 200, deleted);
+      }
+      default:
+        throw errors.methodNotAllowed();
+    }
+  }
+
+  async function deleteOptions(req: IncomingMessage, params: URLSearchParams): Promise<DeleteOptions> {
+    const text = await readBody(req);
+    const body = (text.trim() === "" ? {} : parseBody(text, "json")) as Record<string, any>;
+    const orphan = params.get("orphanDependents") ?? (body.orphanDependents === undefined ? null : String(body.orphanDependents));
+    return {
+      gracePeriodSeconds: optionalInt(params, "gracePeriodSeconds") ?? body.gracePeriodSeconds,
+      preconditions: body.preconditions,
+      propagationPolicy: (params.get("propagationPolicy") ?? body.propagationPolicy ?? (orphan === "true" ? "Orphan" : undefined)) as DeleteOptions["propagationPolicy"],
+      dryRun: params.get("dryRun") === "All" || (Array.isArray(body.dryRun) && body.dryRun.includes("All")),
+    };
+  }
+
+  function list(req: IncomingMessage, res: ServerResponse, params: URLSearchParams, target: Target): void {
+    const { resource, namespace } = target;
+    const result = registry.list(resource, namespace, {
+      labelSelector: params.get("labelSelector") ?? undefined,
+      fieldSelector: params.get("fieldSelector") ?? undefined,
+      limit: optionalInt(params, "limit"),
+      continue: params.get("continue") ?? undefined,
+    });
+    const metadata = {
+      resourceVersion: result.resourceVersion,
+      ...(result.continue && { continue: result.continue, remainingItemCount: result.remainingItemCount }),
+    };
+    if (accepts(req, "as=Table")) return send(res, 200, toTable(resource, result.items, metadata, params.get("includeObject") ?? "Metadata"));
+    if (accepts(req, "as=PartialObjectMetadataList")) {
+      return send(res, 200, {
+        kind: "PartialObjectMetadataList",
+        apiVersion: "meta.k8s.io/v1",
+        metadata,
+        items: result.items.map((o) => ({ kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: o.metadata })),
+      });
+    }
+    send(res, 200, { apiVersion: groupVersion(resource), kind: `${resource.kind}List`, metadata, items: result.items.map(stripTypeMeta) });
+  }
+
+  function watch(req: IncomingMessage, res: ServerResponse, params: URLSearchParams, target: Target, singleName?: string): void {
+    const { resource, namespace } = target;
+    const table = accepts(req, "as=Table");
+    const fieldSelector = [params.get("fieldSelector"), singleName && `metadata.name=${singleName}`].filter(Boolean).join(",");
+    const open = () => {
+      if (res.headersSent) return;
+      res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked", "Cache-Control": "no-cache, private" });
+      // Without this, a watch on an empty collection sends nothing and client-node's Watch never resolves.
+      res.flushHeaders();
+      watches.add(res);
+    };
+    const emit = (type: string, object: unknown) => {
+      open();
+      if (!res.writableEnded) res.write(JSON.stringify({ type, object }) + "\n");
+    };
+    let stop: (() => void) | undefined;
+    const end = () => {
+      stop?.();
+      watches.delete(res);
+      if (!res.writableEnded) res.end();
+    };
+    try {
+      stop = registry.watch(
+        resource,
+        namespace,
+        { resourceVersion: params.get("resourceVersion") ?? undefined, labelSelector: params.get("labelSelector") ?? undefined, fieldSelector },
+        (type, object) => emit(type, table ? toTable(resource, [object], { resourceVersion: object.metadata.resourceVersion }) : object),
+      );
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 410) {
+        emit("ERROR", error.toStatus());
+        return end();
+      }
+      throw error;
+    }
+    open();
+    const timeout = optionalInt(params, "timeoutSeconds");
+    if (timeout && timeout > 0) setTimeout(end, timeout * 1000).unref();
+    req.on("close", end);
+    res.on("close", end);
+  }
+
+  function podLog(res: ServerResponse, params: URLSearchParams, target: Target): void {
+    if (!options.logs) throw errors.pathNotFound();
+    const pod = registry.get(target.resource, target.namespace, target.name!);
+    const request: PodLogRequest = {
+      container: params.get("container") ?? undefined,
+      previous: truthy(params.get("previous")),
+      tailLines: optionalInt(params, "tailLines"),
+      limitBytes: optionalInt(params, "limitBytes"),
+      sinceSeconds: optionalInt(params, "sinceSeconds"),
+      timestamps: truthy(params.get("timestamps")),
+      follow: truthy(params.get("follow")),
+    };
+    const { text, follow } = options.logs.read(pod, request);
+    if (!request.follow || !follow) {
+      res.writeHead(200, { "Content-Type": "text/plain", "Content-Length": Buffer.byteLength(text) });
+      return void res.end(text);
+    }
+    res.writeHead(200, { "Content-Type": "text/plain", "Transfer-Encoding": "chunked" });
+    res.flushHeaders();
+    watches.add(res);
+    res.write(text);
+    const stop = follow(
+      (more) => void (!res.writableEnded && res.write(more)),
+      () => {
+        watches.delete(res);
+        if (!res.writableEnded) res.end();
+      },
+    );
+    res.on("close", () => {
+      stop();
+      watches.delete(res);
+    });
+  }
+
+  function scaleOf(deployment: KubeObject) {
+    const spec = deployment.spec as Record<string, any>;
+    const status = (deployment.status ?? {}) as Record<string, any>;
+    const { name, namespace, uid, resourceVersion, creationTimestamp } = deployment.metadata;
+    return {
+      kind: "Scale",
+      apiVersion: "autoscaling/v1",
+      metadata: { name, namespace, uid, resourceVersion, creationTimestamp },
+      spec: { replicas: spec.replicas ?? 0 },
+      status: { replicas: status.replicas ?? 0, selector: formatLabelSelector(fromSelectorObject(spec.selector)) },
+    };
+  }
+
+  async function scale(req: IncomingMessage, res: ServerResponse, params: URLSearchParams, target: Target, write: WriteOptions, contentType: string): Promise<void> {
+    const { resource, namespace, name } = target;
+    const deployment = registry.get(resource, namespace, name!);
+    const method = req.method ?? "GET";
+    if (method === "GET") return send(res, 200, scaleOf(deployment));
+    if (method !== "PUT" && method !== "PATCH") throw errors.methodNotAllowed();
+    const body = parseBody(await readBody(req), contentType) as Record<string, any>;
+    let wanted: Record<string, any>;
+    if (method === "PUT") wanted = body;
+    else {
+      const type = PATCH_TYPES[contentType];
+      if (!type || type === "apply") throw errors.unsupportedMediaType(contentType);
+      const current = scaleOf(deployment) as never;
+      wanted = (type === "merge" ? mergePatch(current, body as never) : type === "json" ? jsonPatch(current, body) : strategicMergePatch(current, body as never)) as Record<string, any>;
+    }
+    const replicas = wanted?.spec?.replicas;
+    if (!Number.isInteger(replicas) || replicas < 0) throw errors.invalid({ resource: "deployments", group: "autoscaling", kind: "Scale" }, name!, [{ field: "spec.replicas", message: `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`, reason: "FieldValueInvalid" }]);
+    const precondition = wanted?.metadata?.resourceVersion;
+    if (precondition && precondition !== deployment.metadata.resourceVersion) throw errors.stale(resource, name!);
+    const updated = await registry.patch(resource, namespace, name!, "merge", { spec: { replicas } }, { ...write, subresource: undefined });
+    send(res, 200, scaleOf(updated));
+  }
+
+  const server = createServer((req, res) => {
+    const started = performance.now();
+    const url = new URL(req.url ?? "/", "http://localhost");
+    handle(req, res, url)
+      .catch((error: unknown) => {
+        const apiError =
+          error instanceof ApiError ? error : new ApiError(500, "InternalError", `Internal error occurred: ${(error as Error).message}`);
+        if (!(error instanceof ApiError)) process.stderr.write(`berth-sim api-server: ${(error as Error).stack ?? String(error)}\n`);
+        if (res.headersSent) return void res.end();
+        send(res, apiError.code, apiError.toStatus());
+      })
+      .finally(() => options.log?.(`${req.method} ${url.pathname}${url.search} ${res.statusCode} ${Math.round(performance.now() - started)}ms`));
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
+  });
+  const bound = server.address() as AddressInfo;
+  address = `${bound.address}:${bound.port}`;
+  return {
+    url: `http://${address}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of watches) res.end();
+        watches.clear();
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
+  };
+}

@@ -1,0 +1,213 @@
+// The simulated cluster's composition root: one store and registry, the HTTP API server, the
+// scheduling loop, the process kubelet for every node, the endpoints controller and service
+// proxy, the Deployment and namespace controllers. `stop({ now: true })` kills every pod
+// process at once (no preStop, no grace) and closes everything, well within 3 s.
+import { mkdtempSync, rmSync } from "node:fs";
+import { release, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { GPU_TYPE_LABEL } from "../render/names.ts";
+import { startApiServer } from "./api-server.ts";
+import { DeploymentController } from "./deployment-controller.ts";
+import { EndpointsController } from "./endpoints-controller.ts";
+import { EventRecorder, startEventExpiry } from "./events.ts";
+import { AddressPool } from "./ip-pool.ts";
+import { Kubelet } from "./kubelet.ts";
+import { kubeConfigOptions, writeKubeconfig } from "./kubeconfig.ts";
+import { NamespaceController } from "./namespace-controller.ts";
+import type { KubeObject } from "./objects.ts";
+import { reapOrphans } from "./orphans.ts";
+import type { Programs } from "./program.ts";
+import { Registry } from "./registry.ts";
+import { resourceOf } from "./resources.ts";
+import type { Taint } from "./scheduler.ts";
+import { SchedulingLoop } from "./scheduling.ts";
+import { ServiceProxy } from "./service-proxy.ts";
+import { Store } from "./store.ts";
+
+export interface SimNode {
+  name: string;
+  /** A berth GPU id (`nvidia-h100-80gb`…): the node's `berth.dev/gpu-type` label and the simulator's `--gpu-type`. */
+  gpuType: string;
+  gpus: number;
+  cpu?: string;
+  memory?: string;
+  labels?: Record<string, string>;
+  taints?: Taint[];
+}
+
+export interface AddressRange {
+  first: string;
+  last: string;
+}
+
+export interface SimClusterOptions {
+  nodes: SimNode[];
+  programs: Programs;
+  host?: string;
+  /** API server port; 0 (default) picks a free one. */
+  port?: number;
+  /**
+   * Bearer token the API server requires: a string is used as given, true makes a random one,
+   * false or absent (the default) leaves the loopback API open. kubectl sends no credentials
+   * over plain HTTP, so with a token only client-node (and curl) can talk to the cluster; the
+   * kubelet runs commands from pod specs, so an open API lets any local user run processes as
+   * this one: fine on a single-user machine, worth a token elsewhere.
+   */
+  token?: string | boolean;
+  /** Also write a kubeconfig there (mode 0600). */
+  kubeconfigPath?: string;
+  /** Where pod sandboxes go; default a new temporary directory, removed on stop. */
+  workDir?: string;
+  /** Multiplies probe periods, initial delays and restart/pull backoffs (not timeouts or grace periods); default 1. */
+  timeScale?: number;
+  /** Changes kept for watches; older resourceVersions get 410 Expired. Default 10000. */
+  watchHistorySize?: number;
+  podAddresses?: AddressRange;
+  serviceAddresses?: AddressRange;
+  /** API request log and proxy problems, one line each. */
+  log?: (line: string) => void;
+}
+
+export interface SimCluster {
+  /** `http://127.0.0.1:<port>`. */
+  url: string;
+  token?: string;
+  kubeconfigPath?: string;
+  /** For `new KubeConfig().loadFromOptions(...)`. */
+  kubeConfigOptions: ReturnType<typeof kubeConfigOptions>;
+  /** Process ids of every running pod process (containers and hooks). */
+  processIds(): number[];
+  /** now: kill every pod process at once; otherwise stop pods as on a delete (preStop, grace) first. */
+  stop(options?: { now?: boolean }): Promise<void>;
+}
+
+const BERTH_BIN = fileURLToPath(new URL("../../bin/berth.js", import.meta.url));
+
+/** The programs of this checkout: `node bin/berth.js sim-engine [flags] -- …` and `node bin/berth.js router`. */
+export function berthPrograms(options: { routerImage: string; simEngineFlags?: string[] }): Programs {
+  return {
+    engineCommand: [process.execPath, BERTH_BIN, "sim-engine", ...(options.simEngineFlags ?? [])],
+    routerCommand: [process.execPath, BERTH_BIN, "router"],
+    routerImage: options.routerImage,
+  };
+}
+
+function nodeObject(node: SimNode): KubeObject {
+  const gpuResource = node.gpuType.startsWith("amd-") ? "amd.com/gpu" : "nvidia.com/gpu";
+  const capacity = {
+    cpu: node.cpu ?? "64",
+    memory: node.memory ?? "512Gi",
+    pods: "110",
+    "ephemeral-storage": "1Ti",
+    [gpuResource]: String(node.gpus),
+  };
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+  const condition = (type: string, status: string, reason: string, message: string) => ({ type, status, reason, message, lastHeartbeatTime: now, lastTransitionTime: now });
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name: node.name,
+      labels: {
+        "kubernetes.io/hostname": node.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "berth-sim",
+        [GPU_TYPE_LABEL]: node.gpuType,
+        ...(gpuResource === "nvidia.com/gpu" && { "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": String(node.gpus) }),
+        ...node.labels,
+      },
+    },
+    spec: { ...(node.taints && { taints: node.taints }) },
+    status: {
+      capacity,
+      allocatable: capacity,
+      conditions: [
+        condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        condition("Ready", "True", "KubeletReady", "kubelet is posting ready status (berth simulated node)"),
+      ],
+      addresses: [
+        { type: "InternalIP", address: "127.0.0.1" },
+        { type: "Hostname", address: node.name },
+      ],
+      daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
+      nodeInfo: {
+        machineID: "",
+        systemUUID: "",
+        bootID: "",
+        kernelVersion: release(),
+        osImage: "berth simulated node (processes on this machine)",
+        containerRuntimeVersion: "berth-sim://0.1.0",
+        kubeletVersion: "v1.32.0-berth-sim",
+        kubeProxyVersion: "v1.32.0-berth-sim",
+        operatingSystem: "linux",
+        architecture: "amd64",
+      },
+    },
+  };
+}
+
+export async function startSimCluster(options: SimClusterOptions): Promise<SimCluster> {
+  const names = new Set(options.nodes.map((n) => n.name));
+  if (names.size !== options.nodes.length) throw new Error("simulated node names must be unique");
+  reapOrphans();
+  const ownWorkDir = options.workDir === undefined;
+  const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), "berth-sim-"));
+  const podAddresses = new AddressPool(options.podAddresses?.first ?? "127.0.1.1", options.podAddresses?.last ?? "127.0.199.254");
+  const serviceAddresses = new AddressPool(options.serviceAddresses?.first ?? "127.0.200.1", options.serviceAddresses?.last ?? "127.0.255.254");
+  const store = new Store(options.watchHistorySize ?? 10_000);
+  const registry = new Registry(store, {
+    allocateClusterIP: () => serviceAddresses.allocate(),
+    releaseClusterIP: (ip) => serviceAddresses.release(ip),
+  });
+  const log = options.log ?? (() => {});
+
+  for (const name of ["default", "kube-system", "kube-public", "kube-node-lease"]) {
+    await registry.create(resourceOf("namespaces"), undefined, { metadata: { name } }, { fieldManager: "kube-apiserver" });
+  }
+  for (const node of options.nodes) await registry.create(resourceOf("nodes"), undefined, nodeObject(node), { fieldManager: "kubelet" });
+
+  const kubelet = new Kubelet({
+    registry,
+    store,
+    recorder: new EventRecorder(registry, "kubelet", "berth-sim"),
+    nodes: options.nodes,
+    programs: options.programs,
+    addresses: podAddresses,
+    workDir,
+    timeScale: options.timeScale ?? 1,
+  });
+  const scheduler = new SchedulingLoop(store, registry, new EventRecorder(registry, "default-scheduler"));
+  const endpoints = new EndpointsController(store, registry);
+  const proxy = new ServiceProxy(store, log);
+  const deployments = new DeploymentController(store, registry, new EventRecorder(registry, "deployment-controller"));
+  const namespaces = new NamespaceController(store, registry);
+  for (const controller of [scheduler, kubelet, endpoints, proxy, deployments, namespaces]) controller.start();
+  const stopEventExpiry = startEventExpiry(registry);
+
+  const token = typeof options.token === "string" ? options.token : options.token === true ? crypto.randomUUID().replaceAll("-", "") : undefined;
+  const server = await startApiServer({ registry, logs: kubelet, host: options.host, port: options.port, token, log: options.log });
+  const kubeconfigPath = options.kubeconfigPath ? writeKubeconfig(options.kubeconfigPath, server.url, { token }) : undefined;
+
+  let stopped: Promise<void> | undefined;
+  return {
+    url: server.url,
+    ...(token && { token }),
+    ...(kubeconfigPath && { kubeconfigPath }),
+    kubeConfigOptions: kubeConfigOptions(server.url, { token }),
+    processIds: () => kubelet.pids(),
+    stop: (stopOptions = {}) =>
+      (stopped ??= (async () => {
+        await kubelet.stop(stopOptions);
+        for (const controller of [scheduler, endpoints, proxy, deployments, namespaces]) controller.stop();
+        stopEventExpiry();
+        await server.close();
+        podAddresses.close();
+        serviceAddresses.close();
+        if (ownWorkDir) rmSync(workDir, { recursive: true, force: true });
+      })()),
+  };
+}

@@ -1,0 +1,844 @@
+// The process kubelet: runs the pods bound to the simulated nodes as processes on this
+// machine. Per pod: its own loopback address (status.podIP, BERTH_POD_IP), a sandbox
+// directory where configMap/secret/emptyDir volumes are written (argv words and env values
+// under a mount path are pointed there), and per container a loop: pull (an image with no
+// simulated program → ErrImagePull / ImagePullBackOff), build the environment (fieldRef,
+// secretKeyRef… → CreateContainerConfigError), expand `$(VAR)`, start, probe, and on exit
+// restart by restartPolicy with the kubelet's backoff (10 s doubling to 5 min, the first
+// restart at once: CrashLoopBackOff, lastState.terminated, restartCount). Startup, readiness
+// and liveness probes run against the pod address; readiness drives the Ready condition.
+// Deleting a pod runs preStop (exec on this machine with the container's env, or httpGet),
+// then SIGTERM, then SIGKILL of the container's process group when the grace period ends;
+// then the pod object is removed. `stop({ now: true })` kills every process group at once.
+// Probe periods, initial delays and backoffs are multiplied by `timeScale` (timeouts and
+// grace periods never are).
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { join } from "node:path";
+import type { V1Container, V1LifecycleHandler, V1Probe, V1Volume } from "@kubernetes/client-node";
+import { isGpuType } from "../../src/domain/gpu-profiles.ts";
+import type { PodLogRequest, PodLogSource } from "./api-server.ts";
+import type { EventRecorder } from "./events.ts";
+import type { AddressPool } from "./ip-pool.ts";
+import { LogBuffer } from "./log-buffer.ts";
+import { ApiError, timestamp, type KubeObject } from "./objects.ts";
+import { OWNER_ENV } from "./orphans.ts";
+import { goDuration, podConditions, podPhase, type ContainerState, type ContainerStatus, type TerminatedState } from "./pod-status.ts";
+import { runProbe, type ProbeSpec, type ProbeTarget } from "./probes.ts";
+import { classifyImage, EnvError, expandReferences, normalizeImage, resolveEnv, resolveProgram, rewriteMountedPaths, type Programs } from "./program.ts";
+import type { Registry } from "./registry.ts";
+import { resourceOf } from "./resources.ts";
+import type { Store } from "./store.ts";
+import { WorkQueue } from "./work-queue.ts";
+
+type Dict = Record<string, any>;
+
+export interface KubeletNode {
+  name: string;
+  gpuType: string;
+}
+
+export interface KubeletOptions {
+  registry: Registry;
+  store: Store;
+  recorder: EventRecorder;
+  nodes: readonly KubeletNode[];
+  programs: Programs;
+  addresses: AddressPool;
+  /** Pod sandboxes are created under `<workDir>/pods`. */
+  workDir: string;
+  timeScale: number;
+  /** Host address nodes report (status.hostIP). */
+  hostIP?: string;
+}
+
+const PODS = resourceOf("pods");
+const RESTART_BACKOFF_BASE_MS = 10_000;
+const RESTART_BACKOFF_MAX_MS = 300_000;
+/** A container that ran this long without failing starts its backoff afresh. */
+const BACKOFF_RESET_MS = 600_000;
+/** The kubelet gives a container at least this long after preStop before SIGKILL. */
+const MIN_GRACE_AFTER_HOOK_MS = 2_000;
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, Math.max(0, ms));
+    timer.unref();
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/** The base environment of every simulated process (a container sees only its own variables plus these). */
+function hostEnv(): Record<string, string> {
+  const keep = ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "USER"];
+  const out: Record<string, string> = {};
+  for (const key of keep) if (process.env[key] !== undefined) out[key] = process.env[key]!;
+  out[OWNER_ENV] = String(process.pid);
+  return out;
+}
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Could not start at all (no such executable). */
+  error?: string;
+}
+
+class ContainerRunner {
+  state: ContainerState = { waiting: { reason: "ContainerCreating" } };
+  lastState: ContainerState = {};
+  restartCount = 0;
+  ready = false;
+  started = false;
+  ran = false;
+  crashes = 0;
+  child?: ChildProcess;
+  exit?: Promise<Exit>;
+  stopping?: Promise<void>;
+  hooks = new Set<ChildProcess>();
+  runStartedAt = 0;
+  containerID?: string;
+  logs?: LogBuffer;
+  previousLogs?: LogBuffer;
+  /** Increments per start: probe loops of an earlier run stop. */
+  epoch = 0;
+  /** The environment of the current run (hooks and exec probes get it too). */
+  env: Record<string, string> = {};
+
+  constructor(readonly spec: V1Container) {}
+
+  get name(): string {
+    return this.spec.name;
+  }
+
+  status(): ContainerStatus {
+    const image = this.spec.image ?? "";
+    return {
+      name: this.name,
+      state: this.state,
+      lastState: this.lastState,
+      ready: this.ready && this.state.running !== undefined,
+      started: this.started && this.state.running !== undefined,
+      restartCount: this.restartCount,
+      image,
+      imageID: this.ran ? `berth-sim://image/${normalizeImage(image)}` : "",
+      ...(this.containerID && (this.state.running || this.state.terminated) && { containerID: this.containerID }),
+    };
+  }
+}
+
+class PodWorker {
+  pod: KubeObject;
+  readonly uid: string;
+  readonly containers: ContainerRunner[];
+  ip?: string;
+  sandbox?: string;
+  startTime?: string;
+  /** Per container: mount path → host directory of the volumes written for this pod. */
+  readonly mounts = new Map<string, Map<string, string>>();
+  terminating = false;
+  killed = false;
+  /** Wakes waits (backoff, mount retries) when the pod starts terminating. */
+  readonly abort = new AbortController();
+  /** Ends probe loops when the processes are killed. */
+  readonly #killSignal = new AbortController();
+  #publishQueued = false;
+  #done?: Promise<void>;
+  /** When the grace period runs out (may shrink if the pod is deleted again with a shorter one). */
+  deadline = Infinity;
+
+  constructor(
+    private readonly kubelet: Kubelet,
+    pod: KubeObject,
+  ) {
+    this.pod = pod;
+    this.uid = pod.metadata.uid!;
+    this.containers = ((pod.spec as Dict).containers as V1Container[]).map((spec) => new ContainerRunner(spec));
+  }
+
+  get namespace(): string {
+    return this.pod.metadata.namespace!;
+  }
+
+  get name(): string {
+    return this.pod.metadata.name!;
+  }
+
+  get spec(): Dict {
+    return this.pod.spec as Dict;
+  }
+
+  get stopping(): boolean {
+    return this.terminating || this.killed;
+  }
+
+  /** `name_namespace(uid)`, how the kubelet names a pod in messages. */
+  get label(): string {
+    return `${this.name}_${this.namespace}(${this.uid})`;
+  }
+
+  sync(pod: KubeObject): void {
+    this.pod = pod;
+    if (!this.#done) this.#done = this.#run();
+    if (pod.metadata.deletionTimestamp) {
+      const grace = pod.metadata.deletionGracePeriodSeconds ?? this.spec.terminationGracePeriodSeconds ?? 30;
+      this.deadline = Math.min(this.deadline, Date.now() + grace * 1000);
+      if (!this.terminating) void this.#terminate();
+    }
+  }
+
+  event(type: "Normal" | "Warning", reason: string, message: string, container?: ContainerRunner): void {
+    this.kubelet.options.recorder.record(PODS, this.pod, type, reason, message, container && `spec.containers{${container.name}}`);
+  }
+
+  /** Coalesces status writes: one per tick with everything that changed. */
+  publish(): void {
+    if (this.#publishQueued || this.killed) return;
+    this.#publishQueued = true;
+    setImmediate(() => {
+      this.#publishQueued = false;
+      void this.writeStatus();
+    });
+  }
+
+  async writeStatus(): Promise<void> {
+    const { registry } = this.kubelet.options;
+    const current = registry.find(PODS, this.namespace, this.name);
+    if (!current || current.metadata.uid !== this.uid) return;
+    const previous = (current.status ?? {}) as Dict;
+    const statuses = this.containers.map((c) => c.status());
+    const status = {
+      phase: podPhase(this.spec.restartPolicy ?? "Always", statuses, this.terminating && this.containers.every((c) => !c.child)),
+      conditions: podConditions({ sandboxReady: this.ip !== undefined, statuses, now: timestamp() }, previous.conditions ?? []),
+      hostIP: this.kubelet.hostIP,
+      hostIPs: [{ ip: this.kubelet.hostIP }],
+      ...(this.ip && { podIP: this.ip, podIPs: [{ ip: this.ip }] }),
+      ...(this.startTime && { startTime: this.startTime }),
+      containerStatuses: statuses,
+      qosClass: previous.qosClass,
+    };
+    await registry.writeStatus(PODS, this.namespace, this.name, status, "kubelet");
+  }
+
+  async #run(): Promise<void> {
+    const { options } = this.kubelet;
+    try {
+      this.ip = await options.addresses.allocate();
+    } catch (error) {
+      this.event("Warning", "FailedCreatePodSandBox", `Failed to create pod sandbox: ${(error as Error).message}`);
+      return;
+    }
+    if (this.killed) return this.#release();
+    this.sandbox = join(options.workDir, "pods", `${this.namespace}_${this.name}_${this.uid}`);
+    mkdirSync(this.sandbox, { recursive: true });
+    this.startTime = timestamp();
+    this.publish();
+    await this.#mountVolumes();
+    await Promise.all(this.containers.map((c) => this.#runContainer(c)));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Volumes
+
+  /** Writes configMap, secret and emptyDir volumes; retries (FailedMount) until the sources exist. */
+  async #mountVolumes(): Promise<void> {
+    const { registry, timeScale } = this.kubelet.options;
+    for (let attempt = 1; !this.stopping; attempt++) {
+      const problems: string[] = [];
+      const hostDirs = new Map<string, string>();
+      for (const volume of (this.spec.volumes ?? []) as V1Volume[]) {
+        const dir = join(this.sandbox!, "volumes", volume.name);
+        const source = volume.configMap ?? volume.secret;
+        if (source) {
+          const isSecret = volume.secret !== undefined;
+          const sourceName = isSecret ? volume.secret!.secretName! : volume.configMap!.name!;
+          const object = registry.find(resourceOf(isSecret ? "secrets" : "configmaps"), this.namespace, sourceName);
+          if (!object) {
+            if (!source.optional) problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : ${isSecret ? "secret" : "configmap"} "${sourceName}" not found`);
+            mkdirSync(dir, { recursive: true });
+            hostDirs.set(volume.name, dir);
+            continue;
+          }
+          const data = dataOf(object, isSecret);
+          const items = source.items ?? Object.keys(data).map((key) => ({ key, path: key }));
+          mkdirSync(dir, { recursive: true });
+          for (const item of items) {
+            if (data[item.key] === undefined) {
+              if (!source.optional) problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : couldn't find key ${item.key} in ${isSecret ? "Secret" : "ConfigMap"} ${this.namespace}/${sourceName}`);
+              continue;
+            }
+            const file = join(dir, item.path);
+            mkdirSync(join(file, ".."), { recursive: true });
+            writeFileSync(file, data[item.key]!, { mode: isSecret ? 0o600 : 0o644 });
+          }
+          hostDirs.set(volume.name, dir);
+        } else if (volume.emptyDir) {
+          mkdirSync(dir, { recursive: true });
+          hostDirs.set(volume.name, dir);
+        }
+        // Claims, hostPath and the rest are not materialized: nothing in a simulated pod reads them.
+      }
+      if (problems.length === 0) {
+        for (const container of this.containers) {
+          const mounts = new Map<string, string>();
+          for (const mount of container.spec.volumeMounts ?? []) {
+            const dir = hostDirs.get(mount.name);
+            if (dir && mount.mountPath !== "/dev/shm") mounts.set(mount.mountPath, mount.subPath ? join(dir, mount.subPath) : dir);
+          }
+          this.mounts.set(container.name, mounts);
+        }
+        return;
+      }
+      for (const problem of problems) this.event("Warning", "FailedMount", problem);
+      await sleep(Math.min(2 ** attempt, 60) * 1000 * timeScale, this.abort.signal);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Containers
+
+  #setWaiting(c: ContainerRunner, reason: string, message?: string): void {
+    c.state = { waiting: { reason, ...(message && { message }) } };
+    c.ready = false;
+    c.started = false;
+    this.publish();
+  }
+
+  #envContext(c: ContainerRunner) {
+    const { registry } = this.kubelet.options;
+    const pod = this.pod;
+    const resources = (c.spec.resources ?? {}) as Dict;
+    return {
+      field: (path: string) => {
+        const label = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
+        if (label) return (pod.metadata[label[1] as "labels"] ?? {})[label[2]!] ?? "";
+        switch (path) {
+          case "metadata.name":
+            return pod.metadata.name;
+          case "metadata.namespace":
+            return pod.metadata.namespace;
+          case "metadata.uid":
+            return pod.metadata.uid;
+          case "spec.nodeName":
+            return this.spec.nodeName;
+          case "spec.serviceAccountName":
+            return this.spec.serviceAccountName ?? "default";
+          case "status.podIP":
+          case "status.podIPs":
+            return this.ip;
+          case "status.hostIP":
+          case "status.hostIPs":
+            return this.kubelet.hostIP;
+          default:
+            return undefined;
+        }
+      },
+      resource: (name: string) => {
+        const [kind, key] = name.split(".") as ["limits" | "requests", string];
+        const value = resources[kind]?.[key];
+        return value === undefined ? undefined : String(value);
+      },
+      secret: (name: string) => {
+        const object = registry.find(resourceOf("secrets"), this.namespace, name);
+        return object ? dataOf(object, true) : undefined;
+      },
+      configMap: (name: string) => {
+        const object = registry.find(resourceOf("configmaps"), this.namespace, name);
+        return object ? dataOf(object, false) : undefined;
+      },
+    };
+  }
+
+  async #runContainer(c: ContainerRunner): Promise<void> {
+    const { options } = this.kubelet;
+    const { programs, timeScale } = options;
+    const image = c.spec.image ?? "";
+    let pullFailures = 0;
+    let configFailures = 0;
+    while (!this.stopping) {
+      if (classifyImage(image, programs.routerImage) === "unknown") {
+        pullFailures++;
+        this.event("Normal", "Pulling", `Pulling image "${image}"`, c);
+        await sleep(200, this.abort.signal);
+        if (this.stopping) break;
+        const ref = `docker.io/${normalizeImage(image).includes("/") ? "" : "library/"}${normalizeImage(image)}`;
+        const why = `rpc error: code = NotFound desc = failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": ${ref}: not found (berth-sim runs only vllm/*, lmsysorg/sglang* and ${programs.routerImage})`;
+        this.#setWaiting(c, "ErrImagePull", why);
+        this.event("Warning", "Failed", `Failed to pull image "${image}": ${why}`, c);
+        this.event("Warning", "Failed", "Error: ErrImagePull", c);
+        await sleep(1000 * timeScale, this.abort.signal);
+        if (this.stopping) break;
+        this.#setWaiting(c, "ImagePullBackOff", `Back-off pulling image "${image}"`);
+        this.event("Normal", "BackOff", `Back-off pulling image "${image}"`, c);
+        this.event("Warning", "Failed", "Error: ImagePullBackOff", c);
+        await sleep(Math.min(RESTART_BACKOFF_BASE_MS * 2 ** (pullFailures - 1), RESTART_BACKOFF_MAX_MS) * timeScale, this.abort.signal);
+        continue;
+      }
+      let env: Map<string, string>;
+      try {
+        env = resolveEnv(c.spec.env as never, c.spec.envFrom as never, this.#envContext(c));
+      } catch (error) {
+        if (!(error instanceof EnvError)) throw error;
+        configFailures++;
+        this.#setWaiting(c, "CreateContainerConfigError", error.message);
+        this.event("Warning", "Failed", `Error: ${error.message}`, c);
+        await sleep(Math.min(2 ** configFailures, 60) * 1000 * timeScale, this.abort.signal);
+        continue;
+      }
+      await this.#startContainer(c, env);
+      if (this.stopping) {
+        this.publish();
+        break;
+      }
+      const policy = this.spec.restartPolicy ?? "Always";
+      const terminated = c.state.terminated!;
+      if (policy === "Never" || (policy === "OnFailure" && terminated.exitCode === 0)) {
+        this.publish();
+        break;
+      }
+      c.lastState = { terminated };
+      c.crashes = Date.now() - c.runStartedAt >= BACKOFF_RESET_MS ? 1 : c.crashes + 1;
+      // The first restart is immediate; then 10 s, 20 s, 40 s … up to 5 min.
+      const delay = c.crashes <= 1 ? 0 : Math.min(RESTART_BACKOFF_BASE_MS * 2 ** (c.crashes - 2), RESTART_BACKOFF_MAX_MS) * timeScale;
+      if (delay > 0) {
+        this.#setWaiting(c, "CrashLoopBackOff", `back-off ${goDuration(delay)} restarting failed container=${c.name} pod=${this.label}`);
+        this.event("Warning", "BackOff", `Back-off restarting failed container ${c.name} in pod ${this.label}`, c);
+        await sleep(delay, this.abort.signal);
+      }
+    }
+  }
+
+  /** Starts one run of a container, probes it, and resolves when the process is gone. */
+  async #startContainer(c: ContainerRunner, env: Map<string, string>): Promise<Exit> {
+    const { options } = this.kubelet;
+    const lookup = (name: string) => env.get(name);
+    const mounts = this.mounts.get(c.name) ?? new Map<string, string>();
+    const command = (c.spec.command ?? []).map((word) => rewriteMountedPaths(expandReferences(word, lookup), mounts));
+    const args = (c.spec.args ?? []).map((word) => rewriteMountedPaths(expandReferences(word, lookup), mounts));
+    const node = options.nodes.find((n) => n.name === this.spec.nodeName);
+    const program = resolveProgram({
+      image: c.spec.image ?? "",
+      command,
+      args,
+      env,
+      programs: options.programs,
+      engineFlags: node && isGpuType(node.gpuType) && !options.programs.engineCommand.includes("--gpu-type") ? ["--gpu-type", node.gpuType] : [],
+      nodePath: process.execPath,
+    });
+    const processEnv: Record<string, string> = { ...hostEnv(), HOSTNAME: this.spec.hostname ?? this.name, BERTH_POD_IP: this.ip! };
+    for (const [key, value] of env) processEnv[key] = rewriteMountedPaths(value, mounts);
+    c.env = processEnv;
+
+    if (c.ran) c.restartCount++;
+    c.ran = true;
+    c.epoch++;
+    if (c.logs) c.previousLogs = c.logs;
+    c.logs = new LogBuffer();
+    c.runStartedAt = Date.now();
+    const startedAt = timestamp(c.runStartedAt);
+    this.event("Normal", "Pulled", `Container image "${c.spec.image}" already present on machine`, c);
+    const argv = program.kind === "unknown-image" ? [] : program.argv;
+
+    const exit = new Promise<Exit>((resolve) => {
+      if (this.stopping) return resolve({ code: null, signal: "SIGKILL" });
+      if (argv.length === 0) return resolve({ code: null, signal: null, error: `no command specified` });
+      let child: ChildProcess;
+      try {
+        child = spawn(argv[0]!, argv.slice(1), { env: processEnv, cwd: this.sandbox, stdio: ["ignore", "pipe", "pipe"], detached: true });
+      } catch (error) {
+        return resolve({ code: null, signal: null, error: (error as Error).message });
+      }
+      c.child = child;
+      child.stdout!.setEncoding("utf8").on("data", (chunk: string) => c.logs!.append("stdout", chunk));
+      child.stderr!.setEncoding("utf8").on("data", (chunk: string) => c.logs!.append("stderr", chunk));
+      let settled = false;
+      child.once("error", (error: NodeJS.ErrnoException) => {
+        if (settled) return;
+        settled = true;
+        resolve({ code: null, signal: null, error: error.code === "ENOENT" ? `exec: "${argv[0]}": executable file not found in $PATH` : error.message });
+      });
+      child.once("exit", (code, signal) => {
+        // Whatever the main process left behind dies with the container.
+        killGroup(child.pid, "SIGKILL");
+        if (settled) return;
+        settled = true;
+        // The last lines may still be in the pipes: wait for them (briefly: a stray holder was just killed).
+        const timer = setTimeout(() => resolve({ code, signal }), 500);
+        child.once("close", () => {
+          clearTimeout(timer);
+          resolve({ code, signal });
+        });
+      });
+    });
+    c.exit = exit;
+    if (c.child?.pid !== undefined) {
+      c.containerID = `berth-sim://${c.child.pid}`;
+      c.state = { running: { startedAt } };
+      this.publish();
+      this.event("Normal", "Created", `Created container: ${c.name}`, c);
+      this.event("Normal", "Started", `Started container ${c.name}`, c);
+      void this.#probe(c, c.epoch);
+    }
+    const result = await exit;
+    c.child = undefined;
+    c.ready = false;
+    c.started = false;
+    const finishedAt = timestamp();
+    let terminated: TerminatedState;
+    if (result.error) {
+      const message = `failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: ${result.error}: unknown`;
+      c.logs.close();
+      terminated = { exitCode: 128, reason: "StartError", message, startedAt: timestamp(0), finishedAt, containerID: c.containerID };
+      this.event("Warning", "Failed", `Error: ${message}`, c);
+    } else {
+      c.logs.close();
+      const signalNumber = result.signal ? SIGNALS[result.signal] ?? 0 : 0;
+      const exitCode = result.code ?? 128 + signalNumber;
+      terminated = {
+        exitCode,
+        ...(result.signal && { signal: signalNumber }),
+        reason: exitCode === 0 ? "Completed" : "Error",
+        startedAt,
+        finishedAt,
+        ...(c.containerID && { containerID: c.containerID }),
+      };
+    }
+    c.state = { terminated };
+    this.publish();
+    return result;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Probes
+
+  #target(c: ContainerRunner): ProbeTarget {
+    return { podIP: this.ip!, ports: (c.spec.ports ?? []) as ProbeTarget["ports"], env: c.env, cwd: this.sandbox! };
+  }
+
+  async #probe(c: ContainerRunner, epoch: number): Promise<void> {
+    const { timeScale } = this.kubelet.options;
+    const alive = () => c.epoch === epoch && c.state.running !== undefined && !this.killed;
+    const scaled = (seconds: number | undefined, fallback: number) => (seconds ?? fallback) * 1000 * timeScale;
+    const startup = c.spec.startupProbe as V1Probe | undefined;
+    if (startup) {
+      await sleep(scaled(startup.initialDelaySeconds, 0), this.#killSignal.signal);
+      let failures = 0;
+      while (alive()) {
+        const result = await runProbe(startup as ProbeSpec, this.#target(c));
+        if (!alive()) return;
+        if (result.ok) break;
+        failures++;
+        this.event("Warning", "Unhealthy", `Startup probe failed: ${result.message}`, c);
+        if (failures >= (startup.failureThreshold ?? 3)) {
+          this.event("Normal", "Killing", `Container ${c.name} failed startup probe, will be restarted`, c);
+          return this.stopContainer(c, startup.terminationGracePeriodSeconds ?? this.spec.terminationGracePeriodSeconds ?? 30, true);
+        }
+        await sleep(scaled(startup.periodSeconds, 10), this.#killSignal.signal);
+      }
+    }
+    if (!alive()) return;
+    c.started = true;
+    this.publish();
+    await Promise.all([this.#readiness(c, alive, scaled), this.#liveness(c, alive, scaled)]);
+  }
+
+  async #readiness(c: ContainerRunner, alive: () => boolean, scaled: (s: number | undefined, f: number) => number): Promise<void> {
+    const probe = c.spec.readinessProbe as V1Probe | undefined;
+    if (!probe) {
+      c.ready = true;
+      this.publish();
+      return;
+    }
+    await sleep(scaled(probe.initialDelaySeconds, 0), this.#killSignal.signal);
+    let successes = 0;
+    let failures = 0;
+    while (alive()) {
+      const result = await runProbe(probe as ProbeSpec, this.#target(c));
+      if (!alive()) return;
+      if (result.ok) {
+        failures = 0;
+        if (++successes >= (probe.successThreshold ?? 1) && !c.ready) {
+          c.ready = true;
+          this.publish();
+        }
+      } else {
+        successes = 0;
+        failures++;
+        this.event("Warning", "Unhealthy", `Readiness probe failed: ${result.message}`, c);
+        if (failures >= (probe.failureThreshold ?? 3) && c.ready) {
+          c.ready = false;
+          this.publish();
+        }
+      }
+      await sleep(scaled(probe.periodSeconds, 10), this.#killSignal.signal);
+    }
+  }
+
+  async #liveness(c: ContainerRunner, alive: () => boolean, scaled: (s: number | undefined, f: number) => number): Promise<void> {
+    const probe = c.spec.livenessProbe as V1Probe | undefined;
+    if (!probe) return;
+    await sleep(scaled(probe.initialDelaySeconds, 0), this.#killSignal.signal);
+    let failures = 0;
+    while (alive()) {
+      const result = await runProbe(probe as ProbeSpec, this.#target(c));
+      if (!alive()) return;
+      if (result.ok) failures = 0;
+      else {
+        failures++;
+        this.event("Warning", "Unhealthy", `Liveness probe failed: ${result.message}`, c);
+        if (failures >= (probe.failureThreshold ?? 3)) {
+          this.event("Normal", "Killing", `Container ${c.name} failed liveness probe, will be restarted`, c);
+          return this.stopContainer(c, probe.terminationGracePeriodSeconds ?? this.spec.terminationGracePeriodSeconds ?? 30, true);
+        }
+      }
+      await sleep(scaled(probe.periodSeconds, 10), this.#killSignal.signal);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Stopping
+
+  /** preStop, SIGTERM, and SIGKILL once the grace period is over; resolves when the process is gone. */
+  stopContainer(c: ContainerRunner, graceSeconds: number, runHook: boolean): Promise<void> {
+    if (c.stopping) return c.stopping;
+    const child = c.child;
+    const exit = c.exit;
+    if (!child || !exit) return Promise.resolve();
+    const epoch = c.epoch;
+    const stop = (async () => {
+      const started = Date.now();
+      const deadline = () => Math.min(this.deadline, started + graceSeconds * 1000);
+      let gone = false;
+      void exit.then(() => (gone = true));
+      this.event("Normal", "Killing", `Stopping container ${c.name}`, c);
+      const preStop = c.spec.lifecycle?.preStop;
+      const hooked = runHook && preStop !== undefined && !this.killed;
+      if (hooked) {
+        const failure = await this.#runHook(c, preStop!, deadline);
+        if (failure) this.event("Warning", "FailedPreStopHook", failure, c);
+      }
+      if (this.killed || gone) return;
+      // In a container SIGTERM reaches PID 1 only; the rest of the group dies when it exits.
+      child.kill("SIGTERM");
+      // After a preStop hook the kubelet still leaves SIGTERM at least 2 s.
+      const hookEnd = Date.now();
+      const killAt = () => Math.max(deadline(), hooked ? hookEnd + MIN_GRACE_AFTER_HOOK_MS : 0);
+      while (!gone && !this.killed && Date.now() < killAt()) await Promise.race([exit, sleep(Math.min(100, killAt() - Date.now()))]);
+      if (!gone) killGroup(child.pid, "SIGKILL");
+      await exit;
+    })().finally(() => {
+      if (c.epoch === epoch) c.stopping = undefined;
+    });
+    c.stopping = stop;
+    return stop;
+  }
+
+  /** Runs a lifecycle hook until it finishes or the deadline; returns a failure message or undefined. */
+  async #runHook(c: ContainerRunner, handler: V1LifecycleHandler, deadline: () => number): Promise<string | undefined> {
+    if (handler.exec?.command?.length) {
+      const command = handler.exec.command;
+      return new Promise((resolve) => {
+        let output = "";
+        const child = spawn(command[0]!, command.slice(1), { env: c.env, cwd: this.sandbox, stdio: ["ignore", "pipe", "pipe"], detached: true });
+        c.hooks.add(child);
+        child.stdout!.on("data", (chunk) => (output += chunk));
+        child.stderr!.on("data", (chunk) => (output += chunk));
+        const check = setInterval(() => {
+          if (Date.now() >= deadline()) killGroup(child.pid, "SIGKILL");
+        }, 100);
+        const finish = (message: string | undefined) => {
+          clearInterval(check);
+          c.hooks.delete(child);
+          resolve(message);
+        };
+        const describe = () => `Exec lifecycle hook ([${command.map((w) => (w.length > 40 ? `${w.slice(0, 37)}...` : w)).join(" ")}]) for Container "${c.name}" in Pod "${this.label}" failed`;
+        child.once("error", (error) => finish(`${describe()} - error: ${error.message}`));
+        child.once("exit", (code, signal) => {
+          killGroup(child.pid, "SIGKILL");
+          finish(code === 0 ? undefined : `${describe()} - error: command exited with ${code ?? signal}: ${output.trim().slice(-512)}`);
+        });
+      });
+    }
+    if (handler.httpGet) {
+      const port = typeof handler.httpGet.port === "number" ? handler.httpGet.port : Number((c.spec.ports ?? []).find((p) => p.name === handler.httpGet!.port)?.containerPort ?? handler.httpGet.port);
+      return new Promise((resolve) => {
+        const req = request({ host: handler.httpGet!.host || this.ip, port, path: handler.httpGet!.path ?? "/", timeout: Math.max(0, deadline() - Date.now()) }, (res) => {
+          res.resume();
+          resolve(res.statusCode && res.statusCode < 400 ? undefined : `HTTP lifecycle hook (${handler.httpGet!.path}) for Container "${c.name}" in Pod "${this.label}" failed - error: HTTP ${res.statusCode}`);
+        });
+        req.on("timeout", () => req.destroy(new Error("timeout")));
+        req.on("error", (error) => resolve(`HTTP lifecycle hook (${handler.httpGet!.path}) for Container "${c.name}" in Pod "${this.label}" failed - error: ${error.message}`));
+        req.end();
+      });
+    }
+    return undefined;
+  }
+
+  /** Stops every container as a delete does (preStop, SIGTERM, SIGKILL at the deadline); nothing restarts. */
+  async shutdown(graceSeconds: number): Promise<void> {
+    this.terminating = true;
+    this.deadline = Math.min(this.deadline, Date.now() + graceSeconds * 1000);
+    this.abort.abort();
+    await Promise.all(this.containers.map((c) => this.stopContainer(c, graceSeconds, true)));
+    await this.#done;
+  }
+
+  /** Graceful termination after a delete: every container stops, then the pod object goes. */
+  async #terminate(): Promise<void> {
+    await this.shutdown(this.pod.metadata.deletionGracePeriodSeconds ?? this.spec.terminationGracePeriodSeconds ?? 30);
+    if (this.killed) return;
+    await this.writeStatus();
+    this.#release();
+    const { registry } = this.kubelet.options;
+    const current = registry.find(PODS, this.namespace, this.name);
+    if (current?.metadata.uid === this.uid) registry.removeNow(PODS, this.namespace, this.name);
+    this.kubelet.forget(this.uid);
+  }
+
+  /** No grace, no preStop: every process group of the pod gets SIGKILL now. */
+  kill(): Promise<void> {
+    this.killed = true;
+    this.terminating = true;
+    this.abort.abort();
+    this.#killSignal.abort();
+    for (const c of this.containers) {
+      killGroup(c.child?.pid, "SIGKILL");
+      for (const hook of c.hooks) killGroup(hook.pid, "SIGKILL");
+    }
+    const exits = this.containers.map((c) => c.exit ?? Promise.resolve());
+    return Promise.all(exits).then(() => this.#release());
+  }
+
+  #release(): void {
+    if (this.ip) this.kubelet.options.addresses.release(this.ip);
+    if (this.sandbox) rmSync(this.sandbox, { recursive: true, force: true });
+    for (const c of this.containers) c.logs?.close();
+  }
+
+  readLogs(request: PodLogRequest): { text: string; follow?(onText: (text: string) => void, onEnd: () => void): () => void } {
+    const names = this.containers.map((c) => c.name);
+    if (!request.container && names.length > 1) {
+      throw new ApiError(400, "BadRequest", `a container name must be specified for pod ${this.name}, choose one of: [${names.join(" ")}]`);
+    }
+    const c = request.container ? this.containers.find((x) => x.name === request.container) : this.containers[0];
+    if (!c) throw new ApiError(400, "BadRequest", `container ${request.container} is not valid for pod ${this.name}`);
+    // A container waiting to restart shows the run that just ended, as `kubectl logs` does.
+    const waitingAfterRun = c.state.waiting !== undefined && c.lastState.terminated !== undefined;
+    const buffer = request.previous ? (waitingAfterRun ? c.logs : c.previousLogs) : c.logs;
+    if (!buffer || (request.previous && !waitingAfterRun && !c.previousLogs)) {
+      if (request.previous) throw new ApiError(400, "BadRequest", `previous terminated container "${c.name}" in pod "${this.name}" not found`);
+      const reason = c.state.waiting?.reason ?? "ContainerCreating";
+      const why = reason === "ErrImagePull" ? "trying and failing to pull image" : reason === "ImagePullBackOff" ? "image can't be pulled" : reason;
+      throw new ApiError(400, "BadRequest", `container "${c.name}" in pod "${this.name}" is waiting to start: ${why}`);
+    }
+    return {
+      text: buffer.read(request),
+      follow: (onText, onEnd) => buffer.follow(onText, onEnd),
+    };
+  }
+}
+
+const SIGNALS: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 };
+
+function dataOf(object: KubeObject, secret: boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries((object.data ?? {}) as Record<string, string>)) out[key] = secret ? Buffer.from(value, "base64").toString("utf8") : value;
+  if (!secret) for (const [key, value] of Object.entries((object.binaryData ?? {}) as Record<string, string>)) out[key] = Buffer.from(value, "base64").toString("utf8");
+  return out;
+}
+
+export class Kubelet implements PodLogSource {
+  readonly #workers = new Map<string, PodWorker>();
+  readonly #queue: WorkQueue;
+  #unsubscribe?: () => void;
+  readonly hostIP: string;
+
+  constructor(readonly options: KubeletOptions) {
+    this.hostIP = options.hostIP ?? "127.0.0.1";
+    this.#queue = new WorkQueue((key) => this.#sync(key), "kubelet");
+  }
+
+  start(): void {
+    const nodes = new Set(this.options.nodes.map((n) => n.name));
+    this.#unsubscribe = this.options.store.subscribe((change) => {
+      if (change.resource !== PODS) return;
+      const pod = change.object;
+      if (!nodes.has((pod.spec as Dict)?.nodeName) && !this.#workers.has(pod.metadata.uid!)) return;
+      this.#queue.add(`${pod.metadata.namespace}/${pod.metadata.name}/${pod.metadata.uid}`);
+    });
+    for (const pod of this.options.store.list(PODS)) {
+      if (nodes.has((pod.spec as Dict)?.nodeName)) this.#queue.add(`${pod.metadata.namespace}/${pod.metadata.name}/${pod.metadata.uid}`);
+    }
+  }
+
+  async #sync(key: string): Promise<void> {
+    const [namespace, name, uid] = key.split("/") as [string, string, string];
+    const pod = this.options.store.get(PODS, namespace, name);
+    const worker = this.#workers.get(uid);
+    if (!pod || pod.metadata.uid !== uid) {
+      // Removed (force delete, or our own removal after termination): nothing may keep running.
+      if (worker) {
+        this.#workers.delete(uid);
+        await worker.kill();
+      }
+      return;
+    }
+    if (worker) return worker.sync(pod);
+    const phase = (pod.status as Dict | undefined)?.phase;
+    if (phase === "Succeeded" || phase === "Failed") return;
+    const fresh = new PodWorker(this, pod);
+    this.#workers.set(uid, fresh);
+    fresh.sync(pod);
+  }
+
+  forget(uid: string): void {
+    this.#workers.delete(uid);
+  }
+
+  read(pod: KubeObject, request: PodLogRequest) {
+    const worker = this.#workers.get(pod.metadata.uid!);
+    if (!worker) {
+      if (!(pod.spec as Dict).nodeName) throw new ApiError(400, "BadRequest", `pod ${pod.metadata.name} does not have a host assigned`);
+      throw new ApiError(400, "BadRequest", `container "${(pod.spec as Dict).containers[0].name}" in pod "${pod.metadata.name}" is waiting to start: ContainerCreating`);
+    }
+    return worker.readLogs(request);
+  }
+
+  /** Process ids of every running pod process (tests check none is left). */
+  pids(): number[] {
+    return [...this.#workers.values()].flatMap((w) => w.containers.flatMap((c) => [c.child?.pid, ...[...c.hooks].map((h) => h.pid)])).filter((p): p is number => p !== undefined);
+  }
+
+  /**
+   * now: SIGKILL every pod process group at once (no preStop, no grace). Otherwise each pod
+   * terminates as on a delete (preStop, SIGTERM, grace), without removing the pod objects.
+   */
+  async stop(options: { now?: boolean } = {}): Promise<void> {
+    this.#unsubscribe?.();
+    this.#queue.close();
+    const workers = [...this.#workers.values()];
+    if (!options.now) await Promise.all(workers.map((worker) => worker.shutdown(worker.spec.terminationGracePeriodSeconds ?? 30)));
+    await Promise.all(workers.map((worker) => worker.kill()));
+    this.#workers.clear();
+  }
+}

@@ -1,0 +1,260 @@
+// Per-kind rules the API server applies on every write: defaults, validation, what an update may
+// change, and the initial status. Only what a client could observe or trip over is modelled:
+// name and label syntax, pod spec immutability (the agent must replace pods, never edit them),
+// Service ClusterIP immutability, a Deployment selector that matches its template, Secret
+// `stringData`. Defaults are the ones the kubelet reads (probe timings, restart policy, grace).
+import { fieldError, type KubeObject, type StatusCause } from "./objects.ts";
+import { deepEqual, isObject } from "./patch.ts";
+import { fromSelectorObject, matchesLabels, SelectorError, type LabelSelectorObject } from "./selectors.ts";
+import type { ResourceType } from "./resources.ts";
+
+type Dict = Record<string, any>;
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+function checkName(resource: ResourceType, name: string): StatusCause[] {
+  if (resource.resource === "namespaces") {
+    return DNS1123_LABEL.test(name) && name.length <= 63
+      ? []
+      : [fieldError.invalid("metadata.name", name, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character")];
+  }
+  if (resource.resource === "services") {
+    return DNS1035_LABEL.test(name) && name.length <= 63
+      ? []
+      : [fieldError.invalid("metadata.name", name, "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character")];
+  }
+  if (resource.group === "rbac.authorization.k8s.io") return name.includes("/") || name.includes("%") ? [fieldError.invalid("metadata.name", name, "may not contain '/' or '%'")] : [];
+  return DNS1123_SUBDOMAIN.test(name) && name.length <= 253
+    ? []
+    : [fieldError.invalid("metadata.name", name, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character")];
+}
+
+function checkKey(field: string, key: string): StatusCause[] {
+  const slash = key.lastIndexOf("/");
+  const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
+  const name = slash >= 0 ? key.slice(slash + 1) : key;
+  if (prefix !== undefined && (!DNS1123_SUBDOMAIN.test(prefix) || prefix.length > 253)) return [fieldError.invalid(field, key, "prefix part must be a lowercase RFC 1123 subdomain")];
+  if (!QUALIFIED_NAME.test(name) || name.length > 63) return [fieldError.invalid(field, key, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, at most 63 characters")];
+  return [];
+}
+
+export function checkMetadata(resource: ResourceType, object: KubeObject): StatusCause[] {
+  const causes = checkName(resource, object.metadata.name ?? "");
+  for (const [key, value] of Object.entries(object.metadata.labels ?? {})) {
+    causes.push(...checkKey("metadata.labels", key));
+    if (typeof value !== "string" || value.length > 63 || !LABEL_VALUE.test(value)) {
+      causes.push(fieldError.invalid("metadata.labels", value, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, at most 63 characters"));
+    }
+  }
+  for (const [key, value] of Object.entries(object.metadata.annotations ?? {})) {
+    causes.push(...checkKey("metadata.annotations", key));
+    if (typeof value !== "string") causes.push(fieldError.invalid(`metadata.annotations`, value, "must be a string"));
+  }
+  return causes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pods
+
+function defaultProbe(probe: Dict | undefined): void {
+  if (!probe) return;
+  probe.timeoutSeconds ??= 1;
+  probe.periodSeconds ??= 10;
+  probe.successThreshold ??= 1;
+  probe.failureThreshold ??= 3;
+  if (probe.httpGet) probe.httpGet.scheme ??= "HTTP";
+}
+
+function defaultContainer(container: Dict): void {
+  container.terminationMessagePath ??= "/dev/termination-log";
+  container.terminationMessagePolicy ??= "File";
+  const image = String(container.image ?? "");
+  const tag = image.includes("@") ? "digest" : /:[^/]+$/.exec(image)?.[0];
+  container.imagePullPolicy ??= !tag || tag === ":latest" ? "Always" : "IfNotPresent";
+  container.resources ??= {};
+  for (const port of container.ports ?? []) port.protocol ??= "TCP";
+  defaultProbe(container.startupProbe);
+  defaultProbe(container.readinessProbe);
+  defaultProbe(container.livenessProbe);
+}
+
+export function defaultPodSpec(spec: Dict): void {
+  spec.restartPolicy ??= "Always";
+  spec.terminationGracePeriodSeconds ??= 30;
+  spec.dnsPolicy ??= "ClusterFirst";
+  spec.schedulerName ??= "default-scheduler";
+  spec.securityContext ??= {};
+  spec.enableServiceLinks ??= true;
+  spec.priority ??= 0;
+  for (const container of [...(spec.containers ?? []), ...(spec.initContainers ?? [])]) defaultContainer(container);
+}
+
+function validatePodSpec(spec: Dict | undefined, field: string): StatusCause[] {
+  if (!isObject(spec)) return [fieldError.required(field)];
+  const causes: StatusCause[] = [];
+  const containers = spec.containers;
+  if (!Array.isArray(containers) || containers.length === 0) causes.push(fieldError.required(`${field}.containers`));
+  const names = new Set<string>();
+  for (const [list, items] of [["containers", containers], ["initContainers", spec.initContainers]] as const) {
+    for (const [i, container] of ((Array.isArray(items) ? items : []) as Dict[]).entries()) {
+      const at = `${field}.${list}[${i}]`;
+      if (!container.name) causes.push(fieldError.required(`${at}.name`));
+      else if (!DNS1123_LABEL.test(container.name)) causes.push(fieldError.invalid(`${at}.name`, container.name, "a lowercase RFC 1123 label"));
+      else if (names.has(container.name)) causes.push({ reason: "FieldValueDuplicate", field: `${at}.name`, message: `Duplicate value: "${container.name}"` });
+      names.add(container.name);
+      if (!container.image) causes.push(fieldError.required(`${at}.image`));
+    }
+  }
+  if (!["Always", "OnFailure", "Never"].includes(String(spec.restartPolicy))) {
+    causes.push({ reason: "FieldValueNotSupported", field: `${field}.restartPolicy`, message: `Unsupported value: "${spec.restartPolicy}": supported values: "Always", "OnFailure", "Never"` });
+  }
+  return causes;
+}
+
+const POD_UPDATE_RULE =
+  "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+/** The part of a pod spec an update must leave alone. */
+function immutablePodSpec(spec: Dict): Dict {
+  const copy = structuredClone(spec);
+  delete copy.activeDeadlineSeconds;
+  delete copy.tolerations;
+  delete copy.terminationGracePeriodSeconds;
+  delete copy.schedulingGates;
+  for (const container of [...(copy.containers ?? []), ...(copy.initContainers ?? [])]) delete container.image;
+  return copy;
+}
+
+function podUpdateCauses(next: Dict, old: Dict): StatusCause[] {
+  if (!deepEqual(immutablePodSpec(next), immutablePodSpec(old))) return [fieldError.forbidden("spec", POD_UPDATE_RULE)];
+  const kept = (old.tolerations ?? []).every((t: unknown) => (next.tolerations ?? []).some((n: unknown) => deepEqual(n, t)));
+  if (!kept) return [fieldError.forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds")];
+  return [];
+}
+
+function qosClass(spec: Dict): string {
+  const containers = (spec.containers ?? []) as Dict[];
+  const has = (c: Dict, kind: "requests" | "limits", name: string) => c.resources?.[kind]?.[name] !== undefined;
+  if (containers.every((c) => !["cpu", "memory"].some((r) => has(c, "requests", r) || has(c, "limits", r)))) return "BestEffort";
+  const guaranteed = containers.every((c) =>
+    ["cpu", "memory"].every((r) => has(c, "limits", r) && (!has(c, "requests", r) || String(c.resources.requests[r]) === String(c.resources.limits[r]))),
+  );
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The per-kind table
+
+export interface Strategy {
+  /** Defaults filled in on create and on every update. */
+  defaults?(object: Dict): void;
+  /** The status a new object starts with (kinds with a status subresource). */
+  initialStatus?(object: Dict): unknown;
+  validate?(object: Dict): StatusCause[];
+  /** Checks and carries over what an update may not change. */
+  update?(next: Dict, old: Dict): StatusCause[];
+}
+
+function deploymentSelectorCauses(object: Dict): StatusCause[] {
+  const selector = object.spec?.selector as LabelSelectorObject | undefined;
+  if (!selector || (Object.keys(selector.matchLabels ?? {}).length === 0 && (selector.matchExpressions ?? []).length === 0)) {
+    return [fieldError.required("spec.selector")];
+  }
+  try {
+    if (!matchesLabels(fromSelectorObject(selector), object.spec?.template?.metadata?.labels)) {
+      return [fieldError.invalid("spec.template.metadata.labels", object.spec?.template?.metadata?.labels ?? {}, "`selector` does not match template `labels`")];
+    }
+  } catch (error) {
+    if (error instanceof SelectorError) return [fieldError.invalid("spec.selector", selector, error.message)];
+    throw error;
+  }
+  return [];
+}
+
+const STRATEGIES: Record<string, Strategy> = {
+  pods: {
+    defaults: (pod) => {
+      pod.spec ??= {};
+      defaultPodSpec(pod.spec);
+    },
+    initialStatus: (pod) => ({ phase: "Pending", qosClass: qosClass(pod.spec ?? {}) }),
+    validate: (pod) => validatePodSpec(pod.spec, "spec"),
+    update: (next, old) => podUpdateCauses(next.spec ?? {}, old.spec ?? {}),
+  },
+  services: {
+    defaults: (service) => {
+      const spec = (service.spec ??= {});
+      spec.type ??= "ClusterIP";
+      spec.sessionAffinity ??= "None";
+      spec.internalTrafficPolicy ??= "Cluster";
+      for (const port of spec.ports ?? []) {
+        port.protocol ??= "TCP";
+        port.targetPort ??= port.port;
+      }
+    },
+    initialStatus: () => ({ loadBalancer: {} }),
+    validate: (service) => {
+      const causes: StatusCause[] = [];
+      const ports = (service.spec?.ports ?? []) as Dict[];
+      if (ports.length === 0 && service.spec?.clusterIP !== "None") causes.push(fieldError.required("spec.ports"));
+      for (const [i, port] of ports.entries()) {
+        if (!Number.isInteger(port.port) || port.port < 1 || port.port > 65535) causes.push(fieldError.invalid(`spec.ports[${i}].port`, port.port, "must be between 1 and 65535, inclusive"));
+        if (ports.length > 1 && !port.name) causes.push(fieldError.required(`spec.ports[${i}].name`));
+      }
+      return causes;
+    },
+    update: (next, old) => {
+      // An omitted ClusterIP keeps the allocated one; a different one is refused.
+      for (const field of ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] as const) {
+        if (next.spec[field] === undefined || next.spec[field] === "") next.spec[field] = old.spec?.[field];
+      }
+      return deepEqual(next.spec.clusterIP, old.spec?.clusterIP) ? [] : [fieldError.immutable("spec.clusterIP", next.spec.clusterIP)];
+    },
+  },
+  namespaces: {
+    defaults: (ns) => {
+      ns.metadata.labels = { ...ns.metadata.labels, "kubernetes.io/metadata.name": ns.metadata.name };
+      ns.spec ??= {};
+      ns.spec.finalizers ??= ["kubernetes"];
+    },
+    initialStatus: () => ({ phase: "Active" }),
+  },
+  secrets: {
+    defaults: (secret) => {
+      secret.type ??= "Opaque";
+      if (isObject(secret.stringData)) {
+        secret.data = { ...secret.data };
+        for (const [key, value] of Object.entries(secret.stringData)) secret.data[key] = Buffer.from(String(value)).toString("base64");
+        delete secret.stringData;
+      }
+    },
+  },
+  deployments: {
+    defaults: (deployment) => {
+      const spec = (deployment.spec ??= {});
+      spec.replicas ??= 1;
+      spec.revisionHistoryLimit ??= 10;
+      spec.progressDeadlineSeconds ??= 600;
+      spec.strategy ??= { type: "RollingUpdate" };
+      if (spec.strategy.type === "RollingUpdate") spec.strategy.rollingUpdate = { maxSurge: "25%", maxUnavailable: "25%", ...spec.strategy.rollingUpdate };
+      spec.template ??= {};
+      spec.template.spec ??= {};
+      defaultPodSpec(spec.template.spec);
+    },
+    initialStatus: () => ({}),
+    validate: (deployment) => [...deploymentSelectorCauses(deployment), ...validatePodSpec(deployment.spec?.template?.spec, "spec.template.spec")],
+    update: (next, old) => (deepEqual(next.spec?.selector, old.spec?.selector) ? [] : [fieldError.immutable("spec.selector", next.spec?.selector)]),
+  },
+  persistentvolumeclaims: {
+    // Nothing provisions volumes here: a claim is Bound at once.
+    initialStatus: (claim) => ({ phase: "Bound", accessModes: claim.spec?.accessModes ?? [], capacity: claim.spec?.resources?.requests ?? {} }),
+  },
+};
+
+export function strategyFor(resource: ResourceType): Strategy {
+  return STRATEGIES[resource.resource] ?? {};
+}
