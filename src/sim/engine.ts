@@ -29,11 +29,14 @@ export interface RankCounters {
 }
 
 const THROUGHPUT_WINDOW_MS = 5000;
+/** Tokens are counted in 100 ms buckets, so the window holds at most 51 entries however busy the rank is. */
+const BUCKET_MS = 100;
 
 class Rank {
   readonly counters: RankCounters = { prefillBootstrapQueue: 0, prefillInflightQueue: 0, decodePreallocQueue: 0 };
   cacheHitRate = 0;
-  private readonly produced: { at: number; count: number }[] = [];
+  /** Generated tokens per 100 ms bucket (`slot` = at ÷ 100 ms), oldest first. */
+  private readonly produced: { slot: number; count: number }[] = [];
 
   constructor(
     readonly index: number,
@@ -41,13 +44,19 @@ class Rank {
   ) {}
 
   recordTokens(at: number, count: number): void {
-    this.produced.push({ at, count });
-    while (this.produced.length > 0 && this.produced[0]!.at < at - THROUGHPUT_WINDOW_MS) this.produced.shift();
+    const slot = Math.floor(at / BUCKET_MS);
+    const last = this.produced[this.produced.length - 1];
+    if (last?.slot === slot) last.count += count;
+    else this.produced.push({ slot, count });
+    const oldest = Math.floor((at - THROUGHPUT_WINDOW_MS) / BUCKET_MS);
+    while (this.produced.length > 0 && this.produced[0]!.slot < oldest) this.produced.shift();
   }
 
   throughput(now: number): number {
-    const recent = this.produced.filter((entry) => entry.at >= now - THROUGHPUT_WINDOW_MS);
-    return recent.reduce((sum, entry) => sum + entry.count, 0) / (THROUGHPUT_WINDOW_MS / 1000);
+    const oldest = Math.floor((now - THROUGHPUT_WINDOW_MS) / BUCKET_MS);
+    let tokens = 0;
+    for (const bucket of this.produced) if (bucket.slot >= oldest) tokens += bucket.count;
+    return tokens / (THROUGHPUT_WINDOW_MS / 1000);
   }
 }
 
