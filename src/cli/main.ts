@@ -13,6 +13,8 @@ commands:
   sim-engine [flags] -- <vllm or sglang command line>
                         run the engine simulator in place of vLLM or SGLang
   router [flags]        run the built-in request router
+  agent --api URL --token ba_… [--kubeconfig FILE]
+                        run the cluster agent (reconciles deployments into Kubernetes)
 
 user commands (BERTH_URL/BERTH_TOKEN or \`berth login\`; --help on each):
   login --url URL --token KEY     check a key and save it (~/.config/berth/config.json)
@@ -94,6 +96,11 @@ async function main(argv: string[]): Promise<void> {
       const { runRouter } = await import("../router/cli.ts");
       await runRouter(rest);
       return;
+    }
+    case "agent": {
+      const { run } = await import("./agent.ts");
+      await run(rest);
+      process.exit(0);
     }
     default: {
       const load = command === undefined ? undefined : USER_COMMANDS[command];

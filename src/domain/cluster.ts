@@ -46,6 +46,7 @@ export const DesiredState = z
     items: z.array(
       z.object({
         deployment: Deployment,
+        projectName: z.string().describe("The deployment's project name; its namespace is `berth-<projectName>`"),
         deleting: z.boolean().describe("A user asked to delete it: remove every object, then confirm"),
       }),
     ),

@@ -63,6 +63,16 @@ describe.each(DRIVERS)("agent protocol on %s", (driver) => {
     expect(again.body.items.map((i: { deployment: { id: string } }) => i.deployment.id)).toContain(fresh.body.id);
   });
 
+  it("names each deployment's project, for its namespace berth-<project>", async () => {
+    const project = (await api.call("GET", `/v1/projects/${api.defaultProjectId}`)).body;
+    const { resourceVersion } = (await asAgent("GET", "/v1/agent/desired?since=0")).body;
+    const snapshot = (await asAgent("GET", "/v1/agent/desired?since=0")).body.items;
+    expect(snapshot.find((i: { deployment: { id: string } }) => i.deployment.id === waiting)).toMatchObject({ projectName: project.name });
+    const polling = asAgent("GET", `/v1/agent/desired?since=${resourceVersion}&waitSeconds=20`);
+    const created = await create("named-project");
+    expect((await polling).body.items).toEqual([expect.objectContaining({ projectName: project.name, deployment: expect.objectContaining({ id: created.body.id }) })]);
+  });
+
   it("long-polls: answers within a second of a change, or empty when the wait ends", async () => {
     const { resourceVersion } = (await asAgent("GET", "/v1/agent/desired?since=0")).body;
     const started = Date.now();

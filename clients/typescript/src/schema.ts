@@ -1794,6 +1794,8 @@ export interface components {
             resourceVersion: number;
             items: {
                 deployment: components["schemas"]["Deployment"];
+                /** @description The deployment's project name; its namespace is `berth-<projectName>` */
+                projectName: string;
                 /** @description A user asked to delete it: remove every object, then confirm */
                 deleting: boolean;
             }[];

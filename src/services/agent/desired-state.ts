@@ -3,7 +3,9 @@
 // `since` — deployments and tombstones, in resourceVersion order — answering as soon as
 // one commits (polled every 250 ms) or empty when the wait ends. Level-triggered: each
 // item is the latest state, never a diff.
+import type { Db } from "../../../db/client.ts";
 import { listDeploymentChanges, snapshotDeployments } from "../../../db/queries/deployments.ts";
+import { findProjectsByIds } from "../../../db/queries/projects.ts";
 import type { DesiredState } from "../../domain/cluster.ts";
 import { requireAgent } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
@@ -22,9 +24,14 @@ export async function getDesiredState({
   const agent = requireAgent(ctx.principal);
   if (input.since === 0) {
     const snapshot = await snapshotDeployments(ctx.db, { limit: 100_000, clusterId: agent.clusterId });
+    const names = await projectNames(ctx.db, snapshot.rows.map((row) => row.projectId));
     return {
       resourceVersion: snapshot.resourceVersion,
-      items: snapshot.rows.map((row) => ({ deployment: toDeployment(row), deleting: row.deletionRequestedAt !== null })),
+      items: snapshot.rows.map((row) => ({
+        deployment: toDeployment(row),
+        projectName: names.get(row.projectId) ?? "",
+        deleting: row.deletionRequestedAt !== null,
+      })),
       deleted: [],
     };
   }
@@ -38,10 +45,18 @@ export async function getDesiredState({
     });
     if (changes.length > 0 || Date.now() >= deadline || input.signal?.aborted) {
       const state: DesiredState = { resourceVersion: input.since, items: [], deleted: [] };
+      const names = await projectNames(
+        ctx.db,
+        changes.flatMap((change) => (change.kind === "upsert" ? [change.row.projectId] : [])),
+      );
       for (const change of changes) {
         state.resourceVersion = Math.max(state.resourceVersion, change.resourceVersion);
         if (change.kind === "upsert") {
-          state.items.push({ deployment: toDeployment(change.row), deleting: change.row.deletionRequestedAt !== null });
+          state.items.push({
+            deployment: toDeployment(change.row),
+            projectName: names.get(change.row.projectId) ?? "",
+            deleting: change.row.deletionRequestedAt !== null,
+          });
         } else {
           const { id, name, projectId, resourceVersion } = change.tombstone;
           state.deleted.push({ id, name, projectId, resourceVersion });
@@ -51,4 +66,12 @@ export async function getDesiredState({
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
   }
+}
+
+/** Project names for the namespaces (`berth-<project>`): the agent credential cannot read projects. */
+async function projectNames(db: Db, ids: string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0) return new Map();
+  const rows = await findProjectsByIds(db, unique);
+  return new Map(rows.map((row) => [row.id, row.name]));
 }

@@ -1,0 +1,244 @@
+// The agent's composition: the desired-state long-poll, a per-deployment work queue
+// (serialised per deployment, parallel across them, capped exponential backoff per key),
+// a periodic resync and the heartbeat. Each pass is observe → render → plan → apply → report.
+// Losing the API only stops news: what the agent last knew keeps being reconciled as is.
+import type { RenderInput } from "../../k8s/render/index.ts";
+import { namespaceName } from "../../k8s/render/index.ts";
+import type { Clock } from "../domain/clock.ts";
+import type { DesiredState } from "../domain/cluster.ts";
+import type { DeploymentStatus } from "../domain/deployment-spec.ts";
+import { type AgentApi, ApiError } from "./api-client.ts";
+import { applyActions } from "./apply.ts";
+import { computeInventory } from "./inventory.ts";
+import type { Kube } from "./kube.ts";
+import { observeDeployment, type Observed } from "./observe.ts";
+import { planDeployment } from "./plan.ts";
+import { computeStatus } from "./status.ts";
+
+export interface AgentConfig {
+  agentVersion: string;
+  routerImage: string;
+  heartbeatMs: number;
+  resyncMs: number;
+  /** Re-check a deployment this soon while it is not settled (no watch yet). */
+  settleMs: number;
+  waitSeconds: number;
+  backoffBaseMs: number;
+  backoffCapMs: number;
+}
+
+export const DEFAULT_AGENT_CONFIG: AgentConfig = {
+  agentVersion: "0.1.0",
+  routerImage: "ghcr.io/berth/berth:0.1.0",
+  heartbeatMs: 10_000,
+  resyncMs: 30_000,
+  settleMs: 1_000,
+  waitSeconds: 30,
+  backoffBaseMs: 500,
+  backoffCapMs: 60_000,
+};
+
+export interface Logger {
+  info(msg: string, data?: object): void;
+  warn(msg: string, data?: object): void;
+}
+
+const consoleLogger: Logger = {
+  info: (msg, data) => process.stderr.write(JSON.stringify({ level: "info", msg, ...data }) + "\n"),
+  warn: (msg, data) => process.stderr.write(JSON.stringify({ level: "warn", msg, ...data }) + "\n"),
+};
+
+type Item = DesiredState["items"][number];
+
+interface KeyState {
+  running: boolean;
+  dirty: boolean;
+  failures: number;
+  timer?: ReturnType<typeof setTimeout>;
+  lastSent?: string;
+  lastStatus?: DeploymentStatus | null;
+}
+
+export interface Agent {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export function createAgent({
+  kube,
+  api,
+  clock,
+  config: partial = {},
+  logger = consoleLogger,
+}: {
+  kube: Kube;
+  api: AgentApi;
+  clock: Clock;
+  config?: Partial<AgentConfig>;
+  logger?: Logger;
+}): Agent {
+  const config = { ...DEFAULT_AGENT_CONFIG, ...partial };
+  const desired = new Map<string, Item>();
+  const keys = new Map<string, KeyState>();
+  const abort = new AbortController();
+  const loops: Promise<void>[] = [];
+  const timers: ReturnType<typeof setInterval>[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      abort.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+    });
+
+  const stateOf = (key: string) => {
+    let state = keys.get(key);
+    if (!state) keys.set(key, (state = { running: false, dirty: false, failures: 0 }));
+    return state;
+  };
+
+  function enqueue(key: string, delayMs = 0): void {
+    if (stopped) return;
+    const state = stateOf(key);
+    if (state.running) {
+      state.dirty = true;
+      return;
+    }
+    if (state.timer) {
+      if (delayMs > 0) return; // an earlier wake-up is already scheduled
+      clearTimeout(state.timer);
+    }
+    state.timer = setTimeout(() => {
+      const pass = run(key);
+      inFlight.add(pass);
+      void pass.finally(() => inFlight.delete(pass));
+    }, delayMs);
+  }
+
+  async function run(key: string): Promise<void> {
+    const state = stateOf(key);
+    state.timer = undefined;
+    state.running = true;
+    state.dirty = false;
+    let next: number | undefined;
+    try {
+      const settled = await reconcile(key, state);
+      state.failures = 0;
+      if (!settled) next = config.settleMs;
+    } catch (error) {
+      state.failures++;
+      next = Math.min(config.backoffCapMs, config.backoffBaseMs * 2 ** (state.failures - 1));
+      logger.warn("reconcile failed", { deploymentId: key, error: (error as Error).message, retryInMs: next });
+    } finally {
+      state.running = false;
+    }
+    if (!desired.has(key)) {
+      keys.delete(key);
+      return;
+    }
+    if (state.dirty) enqueue(key);
+    else if (next !== undefined) enqueue(key, next);
+  }
+
+  /** One pass; true when nothing is left to do until the desired state changes. */
+  async function reconcile(key: string, state: KeyState): Promise<boolean> {
+    const item = desired.get(key);
+    if (!item) return true;
+    const { deployment, deleting, projectName } = item;
+    const render: RenderInput = {
+      deployment: { id: deployment.id, name: deployment.name, projectName, spec: deployment.spec, generation: deployment.generation },
+      options: { routerImage: config.routerImage },
+    };
+    const namespace = namespaceName(projectName);
+    const observed = await observeDeployment(kube, namespace, deployment.id);
+    const actions = planDeployment({ render, deleting, observed });
+    let applyError: string | undefined;
+    try {
+      await applyActions(kube, actions);
+    } catch (error) {
+      applyError = (error as Error).message;
+    }
+    if (deleting && actions.length === 0 && observed.pods.length === 0 && observed.services.length === 0) {
+      await api.confirmDeletion(deployment.id, abort.signal);
+      desired.delete(key);
+      logger.info("deployment removed", { deploymentId: key });
+      return true;
+    }
+    // Report what is observed after the writes, never what was intended.
+    const after: Observed = actions.length > 0 ? await observeDeployment(kube, namespace, deployment.id) : observed;
+    const status = computeStatus({
+      render,
+      deleting,
+      observed: after,
+      applyError,
+      previous: state.lastStatus ?? deployment.status ?? null,
+      now: clock.now(),
+    });
+    const body = JSON.stringify(status);
+    if (body !== state.lastSent) {
+      try {
+        await api.putStatus(deployment.id, status, abort.signal);
+        state.lastSent = body;
+        state.lastStatus = status;
+      } catch (error) {
+        // 404: the record is already gone (its tombstone is on the way); nothing to report to.
+        if (!(error instanceof ApiError && error.status === 404)) throw error;
+      }
+    }
+    if (applyError) throw new Error(applyError);
+    return actions.length === 0 && status.phase === "Ready";
+  }
+
+  async function pollDesired(): Promise<void> {
+    let since = 0;
+    while (!stopped) {
+      try {
+        const state = await api.desired(since, since === 0 ? 0 : config.waitSeconds, abort.signal);
+        for (const item of state.items) {
+          const known = desired.get(item.deployment.id);
+          if (known && known.deployment.resourceVersion > item.deployment.resourceVersion) continue;
+          desired.set(item.deployment.id, item);
+          enqueue(item.deployment.id);
+        }
+        for (const tombstone of state.deleted) {
+          // The record is gone. Normally this agent confirmed it and forgot it already; if it
+          // still knows the deployment, remove whatever objects remain (confirming is then a 404).
+          const known = desired.get(tombstone.id);
+          if (!known) continue;
+          desired.set(tombstone.id, { ...known, deleting: true });
+          enqueue(tombstone.id);
+        }
+        since = state.resourceVersion;
+      } catch (error) {
+        if (stopped) return;
+        logger.warn("desired state unavailable; keeping workloads as they are", { error: (error as Error).message });
+        await sleep(config.backoffBaseMs * 4);
+      }
+    }
+  }
+
+  async function heartbeat(): Promise<void> {
+    try {
+      const [nodes, pods] = await Promise.all([kube.core.listNode(), kube.core.listPodForAllNamespaces({})]);
+      await api.heartbeat({ agentVersion: config.agentVersion, inventory: computeInventory(nodes.items, pods.items) }, abort.signal);
+    } catch (error) {
+      if (!stopped) logger.warn("heartbeat failed", { error: (error as Error).message });
+    }
+  }
+
+  return {
+    start() {
+      loops.push(heartbeat(), pollDesired());
+      timers.push(setInterval(() => void heartbeat(), config.heartbeatMs));
+      timers.push(setInterval(() => desired.forEach((_, key) => enqueue(key)), config.resyncMs));
+    },
+    async stop() {
+      stopped = true;
+      abort.abort();
+      timers.forEach(clearInterval);
+      for (const state of keys.values()) if (state.timer) clearTimeout(state.timer);
+      await Promise.allSettled([...loops, ...inFlight]);
+    },
+  };
+}

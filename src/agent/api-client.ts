@@ -1,0 +1,102 @@
+// The agent's side of the API protocol (DESIGN §4): register, heartbeat, desired-state
+// long-poll, status writes and deletion confirmation. Transient failures (network, 5xx, 429)
+// are retried with capped backoff; callers treat a final failure as "no news" and keep every
+// workload as it is — losing the API never deletes or scales anything down.
+import type { DesiredState, Heartbeat } from "../domain/cluster.ts";
+import type { DeploymentStatus } from "../domain/deployment-spec.ts";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface AgentApi {
+  heartbeat(body: Heartbeat, signal?: AbortSignal): Promise<void>;
+  desired(since: number, waitSeconds: number, signal?: AbortSignal): Promise<DesiredState>;
+  putStatus(deploymentId: string, status: DeploymentStatus, signal?: AbortSignal): Promise<void>;
+  /** Resolves when the record is removed (204) or already gone (404). */
+  confirmDeletion(deploymentId: string, signal?: AbortSignal): Promise<void>;
+}
+
+export interface RetryPolicy {
+  attempts: number;
+  baseMs: number;
+  capMs: number;
+}
+
+const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseMs: 200, capMs: 5_000 };
+
+const retryable = (status: number) => status === 429 || status >= 500;
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+  });
+
+async function request(
+  baseUrl: string,
+  token: string | null,
+  method: string,
+  path: string,
+  options: { body?: unknown; signal?: AbortSignal; retry: RetryPolicy; okStatuses?: number[] },
+): Promise<{ status: number; body: unknown }> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < options.retry.attempts; attempt++) {
+    if (attempt > 0) await sleep(Math.min(options.retry.capMs, options.retry.baseMs * 2 ** (attempt - 1)), options.signal);
+    if (options.signal?.aborted) break;
+    try {
+      const res = await fetch(new URL(path, baseUrl), {
+        method,
+        headers: {
+          ...(token ? { Authorization: `Bearer ${token}` } : {}),
+          ...(options.body === undefined ? {} : { "Content-Type": "application/json" }),
+        },
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal: options.signal,
+      });
+      const text = await res.text();
+      const body: unknown = text === "" ? undefined : JSON.parse(text);
+      if (res.ok || options.okStatuses?.includes(res.status)) return { status: res.status, body };
+      lastError = new ApiError(res.status, body, `${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+      if (!retryable(res.status)) break;
+    } catch (error) {
+      lastError = error;
+      if (options.signal?.aborted) break;
+    }
+  }
+  throw lastError ?? new Error(`${method} ${path}: aborted`);
+}
+
+/** Exchanges a single-use join token for the agent credential (`ba_…`). */
+export async function registerAgent(baseUrl: string, joinToken: string): Promise<{ clusterId: string; token: string }> {
+  const { body } = await request(baseUrl, null, "POST", "/v1/agent/register", { body: { joinToken }, retry: DEFAULT_RETRY });
+  return body as { clusterId: string; token: string };
+}
+
+export function createApiClient({ baseUrl, token, retry = DEFAULT_RETRY }: { baseUrl: string; token: string; retry?: RetryPolicy }): AgentApi {
+  return {
+    async heartbeat(body, signal) {
+      await request(baseUrl, token, "POST", "/v1/agent/heartbeat", { body, signal, retry });
+    },
+    async desired(since, waitSeconds, signal) {
+      const path = `/v1/agent/desired?since=${since}&waitSeconds=${waitSeconds}`;
+      return (await request(baseUrl, token, "GET", path, { signal, retry })).body as DesiredState;
+    },
+    async putStatus(deploymentId, status, signal) {
+      await request(baseUrl, token, "PUT", `/v1/deployments/${encodeURIComponent(deploymentId)}/status`, { body: status, signal, retry });
+    },
+    async confirmDeletion(deploymentId, signal) {
+      await request(baseUrl, token, "DELETE", `/v1/agent/deployments/${encodeURIComponent(deploymentId)}`, {
+        signal,
+        retry,
+        okStatuses: [404],
+      });
+    },
+  };
+}

@@ -1,0 +1,24 @@
+// The Kubernetes clients the agent uses, built once from a KubeConfig at the entry point.
+import { CoreV1Api, type KubeConfig, KubernetesObjectApi } from "@kubernetes/client-node";
+
+export interface Kube {
+  core: CoreV1Api;
+  objects: KubernetesObjectApi;
+}
+
+export function createKube(kc: KubeConfig): Kube {
+  return { core: kc.makeApiClient(CoreV1Api), objects: KubernetesObjectApi.makeApiClient(kc) };
+}
+
+/** client-node 1.x throws ApiException with `.code`. */
+export const statusCodeOf = (error: unknown): number | undefined =>
+  typeof (error as { code?: unknown })?.code === "number" ? (error as { code: number }).code : undefined;
+
+/**
+ * client-node 1.x refuses a plain `http://` server unless skipTLSVerify is set ("HTTP protocol is
+ * not allowed…"), and kubeconfig files for loopback clusters (the simulated one) rarely say so:
+ * there is no TLS to verify on such a server, so mark it.
+ */
+export function allowPlainHttp(kc: KubeConfig): void {
+  kc.clusters = kc.clusters.map((cluster) => (cluster.server.startsWith("http://") ? { ...cluster, skipTLSVerify: true } : cluster));
+}

@@ -1,0 +1,291 @@
+// The agent end to end: a real `berth serve`, a simulated cluster, the agent in-process.
+// Create → Ready with a live endpoint; scale up keeps the survivors' UIDs; delete removes
+// every object and the record.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { berthPrograms, type SimCluster, startSimCluster, writeKubeconfig } from "../../k8s/sim/index.ts";
+import { type Agent, createAgent } from "../../src/agent/agent.ts";
+import { type AgentApi, createApiClient, registerAgent } from "../../src/agent/api-client.ts";
+import { createKube, type Kube } from "../../src/agent/kube.ts";
+import { systemClock } from "../../src/domain/clock.ts";
+import { BERTH_BIN, type BerthServer, startBerthServer } from "../support/berth-process.ts";
+
+const NS = "berth-agents";
+const quiet = { info: () => {}, warn: () => {} };
+
+async function eventually<T>(what: string | (() => string), fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe("berth agent against the simulated cluster", () => {
+  let server: BerthServer;
+  let cluster: SimCluster;
+  let kube: Kube;
+  let agent: Agent;
+  let offline = false;
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${server.url}${path}`, {
+      method,
+      headers: {
+        Authorization: `Bearer ${server.adminToken}`,
+        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined, etag: res.headers.get("etag") };
+  };
+
+  beforeAll(async () => {
+    [server, cluster] = await Promise.all([
+      startBerthServer(),
+      startSimCluster({
+        nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus: 8 }],
+        programs: berthPrograms({ routerImage: "ghcr.io/berth/berth:0.1.0", simEngineFlags: ["--latency-profile", "turbo"] }),
+        timeScale: 0.1,
+      }),
+    ]);
+    const kc = new k8s.KubeConfig();
+    kc.loadFromOptions(cluster.kubeConfigOptions);
+    kube = createKube(kc);
+    const created = await call("POST", "/v1/clusters", { name: "sim" });
+    expect(created.status).toBe(201);
+    const { token } = await registerAgent(server.url, created.body.joinToken);
+    const real = createApiClient({ baseUrl: server.url, token, retry: { attempts: 2, baseMs: 50, capMs: 200 } });
+    // The same client, with a switch that makes every call fail as if the API were unreachable.
+    const unreachable = async () => {
+      throw new TypeError("fetch failed");
+    };
+    const api: AgentApi = {
+      heartbeat: (...args) => (offline ? unreachable() : real.heartbeat(...args)),
+      desired: (...args) => (offline ? unreachable() : real.desired(...args)),
+      putStatus: (...args) => (offline ? unreachable() : real.putStatus(...args)),
+      confirmDeletion: (...args) => (offline ? unreachable() : real.confirmDeletion(...args)),
+    };
+    agent = createAgent({
+      kube,
+      api,
+      clock: systemClock,
+      config: { settleMs: 300, waitSeconds: 2, heartbeatMs: 1_000, resyncMs: 500, backoffBaseMs: 100, backoffCapMs: 1_000 },
+      logger: quiet,
+    });
+    agent.start();
+  }, 90_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await cluster?.stop({ now: true });
+    await server?.stop();
+  }, 30_000);
+
+  let id: string;
+  let firstUids: string[];
+
+  it("reports inventory in its heartbeat", async () => {
+    const list = await eventually("a connected cluster", async () => {
+      const res = await call("GET", "/v1/clusters");
+      return res.body.items[0]?.inventory ? res.body.items[0] : undefined;
+    });
+    expect(list.status.phase).toBe("Connected");
+    expect(list.inventory.nodes).toEqual([
+      { name: "gpu-a", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 8 },
+    ]);
+  });
+
+  it("brings an aggregated deployment with 2 replicas to Ready, serving chat completions", async () => {
+    const project = await call("POST", "/v1/projects", { name: "agents" });
+    expect(project.status).toBe(201);
+    const created = await call("POST", "/v1/deployments", {
+      name: "chat",
+      projectId: project.body.id,
+      spec: {
+        model: { name: "Qwen/Qwen3-8B" },
+        engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+        roles: [{ name: "main", replicas: 2, resources: { gpus: 1 } }],
+      },
+    });
+    expect(created.status).toBe(201);
+    id = created.body.id;
+
+    const ready = await eventually("Ready with 2 ready", async () => {
+      const res = await call("GET", `/v1/deployments/${id}`);
+      return res.body.status?.phase === "Ready" ? res.body : undefined;
+    });
+    expect(ready.status.roles).toEqual([{ name: "main", kind: "server", desired: 2, ready: 2, updated: 2, draining: 0 }]);
+    expect(ready.status.observedGeneration).toBe(ready.generation);
+    expect(ready.status.endpoint).toMatch(/^http:\/\/127\.0\.200\.\d+:8000$/);
+    expect(ready.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True" });
+
+    const chat = await fetch(`${ready.status.endpoint}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: "Qwen/Qwen3-8B", messages: [{ role: "user", content: "hello" }], max_tokens: 8 }),
+    });
+    expect(chat.status).toBe(200);
+    const answer = (await chat.json()) as { choices: Array<{ message: { content: string } }> };
+    expect(answer.choices[0]!.message.content.length).toBeGreaterThan(0);
+
+    const pods = await kube.core.listNamespacedPod({ namespace: NS, labelSelector: `berth.dev/deployment-id=${id}` });
+    expect(pods.items.map((p) => p.metadata!.name).sort()).toEqual(["chat-main-r0-m0", "chat-main-r1-m0"]);
+    firstUids = pods.items.map((p) => p.metadata!.uid!).sort();
+  }, 40_000);
+
+  it("scales to 3 replicas and keeps the first two pods", async () => {
+    const current = await call("GET", `/v1/deployments/${id}`);
+    const patched = await call(
+      "PATCH",
+      `/v1/deployments/${id}`,
+      // Merge patch replaces arrays: send the stored roles with the new count.
+      { spec: { roles: current.body.spec.roles.map((role: object) => ({ ...role, replicas: 3 })) } },
+      { "Content-Type": "application/merge-patch+json", "If-Match": current.etag! },
+    );
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+
+    const ready = await eventually("3 ready", async () => {
+      const res = await call("GET", `/v1/deployments/${id}`);
+      const role = res.body.status?.roles?.[0];
+      return res.body.status?.phase === "Ready" && role?.ready === 3 && res.body.status.observedGeneration === res.body.generation
+        ? res.body
+        : undefined;
+    });
+    expect(ready.status.roles[0]).toMatchObject({ desired: 3, ready: 3, updated: 3 });
+    const pods = await kube.core.listNamespacedPod({ namespace: NS, labelSelector: `berth.dev/deployment-id=${id}` });
+    const byName = new Map(pods.items.map((p) => [p.metadata!.name!, p.metadata!.uid!]));
+    expect([...byName.keys()].sort()).toEqual(["chat-main-r0-m0", "chat-main-r1-m0", "chat-main-r2-m0"]);
+    expect([byName.get("chat-main-r0-m0"), byName.get("chat-main-r1-m0")].sort()).toEqual(firstUids);
+  }, 40_000);
+
+  it("rolls a spec change one instance at a time, keeping the others Ready", async () => {
+    const selector = `berth.dev/deployment-id=${id}`;
+    const current = await call("GET", `/v1/deployments/${id}`);
+    const before = new Set((await kube.core.listNamespacedPod({ namespace: NS, labelSelector: selector })).items.map((p) => p.metadata!.uid));
+    const patched = await call(
+      "PATCH",
+      `/v1/deployments/${id}`,
+      { spec: { roles: current.body.spec.roles.map((role: object) => ({ ...role, env: [{ name: "ROLL_MARK", value: "1" }] })) } },
+      { "Content-Type": "application/merge-patch+json", "If-Match": current.etag! },
+    );
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+
+    let worstUnavailable = 0;
+    const done = await eventually(
+      "every instance replaced and Ready",
+      async () => {
+        const pods = (await kube.core.listNamespacedPod({ namespace: NS, labelSelector: selector })).items;
+        const ready = pods.filter(
+          (p) => !p.metadata!.deletionTimestamp && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+        );
+        worstUnavailable = Math.max(worstUnavailable, 3 - ready.length);
+        const res = await call("GET", `/v1/deployments/${id}`);
+        const fresh = ready.filter((p) => !before.has(p.metadata!.uid));
+        return fresh.length === 3 && res.body.status?.phase === "Ready" && res.body.status.roles[0].updated === 3 ? res.body : undefined;
+      },
+      60_000,
+    );
+    expect(worstUnavailable).toBe(1);
+    expect(done.status.observedGeneration).toBe(done.generation);
+    expect(done.status.roles[0]).toMatchObject({ desired: 3, ready: 3, updated: 3, draining: 0 });
+  }, 70_000);
+
+  it("says why a deployment cannot start: InsufficientGPU from the scheduler", async () => {
+    const created = await call("POST", "/v1/deployments", {
+      name: "big",
+      projectId: (await call("GET", `/v1/deployments/${id}`)).body.projectId,
+      spec: {
+        model: { name: "Qwen/Qwen3-8B" },
+        engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+        roles: [{ name: "main", replicas: 1, resources: { gpus: 8, gpuType: "nvidia-h100-80gb" } }],
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const stuck = await eventually("Scheduled False", async () => {
+      const res = await call("GET", `/v1/deployments/${created.body.id}`);
+      const scheduled = res.body.status?.conditions?.find((c: { type: string }) => c.type === "Scheduled");
+      return scheduled?.status === "False" ? res.body : undefined;
+    });
+    expect(stuck.status.phase).toBe("Degraded");
+    expect(stuck.status.roles).toEqual([{ name: "main", kind: "server", desired: 1, ready: 0, updated: 1, draining: 0 }]);
+    const scheduled = stuck.status.conditions.find((c: { type: string }) => c.type === "Scheduled");
+    expect(scheduled).toMatchObject({ reason: "InsufficientGPU" });
+    expect(scheduled.message).toMatch(/^big-main-r0-m0 needs 8 GPUs \(nvidia-h100-80gb\): 0\/1 nodes are available: .*Insufficient nvidia\.com\/gpu/);
+    expect(stuck.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "False", reason: "InsufficientGPU" });
+
+    await call("DELETE", `/v1/deployments/${created.body.id}`);
+    await eventually("big removed", async () => (await call("GET", `/v1/deployments/${created.body.id}`)).status === 404);
+  }, 40_000);
+
+  it("keeps every pod as it is while the API is unreachable", async () => {
+    const selector = `berth.dev/deployment-id=${id}`;
+    const before = (await kube.core.listNamespacedPod({ namespace: NS, labelSelector: selector })).items.map((p) => p.metadata!.uid).sort();
+    offline = true;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 3_000)); // several resyncs, heartbeats and failed polls
+      const during = await kube.core.listNamespacedPod({ namespace: NS, labelSelector: selector });
+      expect(during.items.map((p) => p.metadata!.uid).sort()).toEqual(before);
+      expect(during.items.every((p) => !p.metadata!.deletionTimestamp)).toBe(true);
+    } finally {
+      offline = false;
+    }
+  }, 20_000);
+
+  it("deletes every object, then the record", async () => {
+    const deleted = await call("DELETE", `/v1/deployments/${id}`);
+    expect([200, 202, 204]).toContain(deleted.status);
+    await eventually("the record gone", async () => (await call("GET", `/v1/deployments/${id}`)).status === 404, 30_000);
+    const selector = `berth.dev/deployment-id=${id}`;
+    expect((await kube.core.listNamespacedPod({ namespace: NS, labelSelector: selector })).items).toEqual([]);
+    expect((await kube.core.listNamespacedService({ namespace: NS, labelSelector: selector })).items).toEqual([]);
+  }, 40_000);
+
+  it("runs as `berth agent` in its own process and stops on SIGTERM", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "berth-agent-cli-"));
+    try {
+      const kubeconfig = writeKubeconfig(join(dir, "kubeconfig"), cluster.url);
+      const created = await call("POST", "/v1/clusters", { name: "cli" });
+      const { token } = await registerAgent(server.url, created.body.joinToken);
+      const child = spawn(process.execPath, [BERTH_BIN, "agent", "--api", server.url, "--token", token, "--kubeconfig", kubeconfig], {
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      let err = "";
+      child.stderr!.on("data", (chunk) => (err += chunk));
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      try {
+        const connected = await eventually(() => `the cli cluster connected; agent stderr:\n${err}`, async () => {
+          const res = await call("GET", `/v1/clusters/${created.body.cluster.id}`);
+          return res.body.status.phase === "Connected" ? res.body : undefined;
+        });
+        expect(connected.inventory.nodes.map((n: { name: string }) => n.name)).toEqual(["gpu-a"]);
+      } finally {
+        child.kill("SIGTERM");
+      }
+      expect(await exited).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 40_000);
+
+  it("`berth agent` without --api and --token prints usage and exits 2", async () => {
+    const child = spawn(process.execPath, [BERTH_BIN, "agent"], { stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    child.stderr!.on("data", (chunk) => (err += chunk));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(err).toContain("usage: berth agent");
+  }, 20_000);
+});

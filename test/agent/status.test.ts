@@ -1,0 +1,83 @@
+// computeStatus (pure): phase, per-role instance counts, endpoint and specific "why not ready"
+// conditions, from observed pods only.
+import { describe, expect, it } from "vitest";
+import { computeStatus } from "../../src/agent/status.ts";
+import type { DeploymentStatus } from "../../src/domain/deployment-spec.ts";
+import { aggregated, observed, type PodState } from "./support.ts";
+
+const NOW = new Date("2026-11-30T12:00:00.000Z");
+const conditionOf = (status: DeploymentStatus, type: string) => status.conditions?.find((c) => c.type === type);
+
+describe("computeStatus", () => {
+  it.each<[string, number, Array<PodState | null>, DeploymentStatus["phase"], { ready: number; updated: number; draining: number }, string]>([
+    ["all ready", 2, ["ready", "ready"], "Ready", { ready: 2, updated: 2, draining: 0 }, "Ready"],
+    ["one starting", 2, ["ready", "starting"], "Starting", { ready: 1, updated: 2, draining: 0 }, "WeightsLoading"],
+    ["nothing observed yet", 2, [], "Starting", { ready: 0, updated: 0, draining: 0 }, "WeightsLoading"],
+    ["a surplus replica drains", 1, ["ready", "terminating"], "Ready", { ready: 1, updated: 1, draining: 1 }, "Ready"],
+    ["no GPU free", 2, ["ready", "unschedulable"], "Degraded", { ready: 1, updated: 2, draining: 0 }, "InsufficientGPU"],
+    ["image cannot be pulled", 1, ["imagepull"], "Degraded", { ready: 0, updated: 1, draining: 0 }, "ImagePullBackOff"],
+    ["engine crashes", 1, ["crashloop"], "Degraded", { ready: 0, updated: 1, draining: 0 }, "CrashLoopBackOff"],
+    ["stale but ready", 2, ["stale", "ready"], "Ready", { ready: 2, updated: 1, draining: 0 }, "Ready"],
+  ])("%s", (_name, replicas, states, phase, counts, readyReason) => {
+    const input = aggregated(replicas);
+    const status = computeStatus({ render: input, deleting: false, observed: observed(input, states), now: NOW });
+    expect(status.phase).toBe(phase);
+    expect(status.observedGeneration).toBe(1);
+    expect(status.roles).toEqual([{ name: "main", kind: "server", desired: replicas, ...counts }]);
+    expect(conditionOf(status, "Ready")?.reason).toBe(readyReason);
+  });
+
+  it("names the GPU shortage in Scheduled and the endpoint from the role Service's ClusterIP", () => {
+    const input = aggregated(2);
+    const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "unschedulable"]), now: NOW });
+    expect(status.endpoint).toBe("http://127.0.200.7:8000");
+    expect(conditionOf(status, "Scheduled")).toEqual({
+      type: "Scheduled",
+      status: "False",
+      reason: "InsufficientGPU",
+      message: "chat-main-r1-m0 needs 1 GPU: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+      observedGeneration: 1,
+      lastTransitionTime: NOW.toISOString(),
+    });
+  });
+
+  it("carries the crash's last log line", () => {
+    const input = aggregated(1);
+    const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["crashloop"]), now: NOW });
+    expect(conditionOf(status, "RolesReady")?.message).toContain("exit 1: CUDA out of memory");
+  });
+
+  it("is never Ready without an endpoint or after a failed apply", () => {
+    const input = aggregated(1);
+    const noService = observed(input, ["ready"]);
+    noService.services = [];
+    expect(computeStatus({ render: input, deleting: false, observed: noService, now: NOW }).phase).not.toBe("Ready");
+    const failed = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready"]), applyError: "forbidden", now: NOW });
+    expect(failed.phase).toBe("Degraded");
+    expect(conditionOf(failed, "Ready")).toMatchObject({ status: "False", reason: "ApplyFailed", message: "forbidden" });
+  });
+
+  it("reports no counts when nothing was observed", () => {
+    const status = computeStatus({ render: aggregated(2), deleting: false, observed: undefined, now: NOW });
+    expect(status.roles).toBeUndefined();
+    expect(status.phase).toBe("Pending");
+  });
+
+  it("keeps lastTransitionTime until a condition's status flips", () => {
+    const input = aggregated(1);
+    const first = computeStatus({ render: input, deleting: false, observed: observed(input, ["starting"]), now: NOW });
+    const later = new Date(NOW.getTime() + 60_000);
+    const same = computeStatus({ render: input, deleting: false, observed: observed(input, ["starting"]), previous: first, now: later });
+    expect(conditionOf(same, "Ready")?.lastTransitionTime).toBe(NOW.toISOString());
+    const flipped = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready"]), previous: same, now: later });
+    expect(conditionOf(flipped, "Ready")).toMatchObject({ status: "True", lastTransitionTime: later.toISOString() });
+    expect(conditionOf(flipped, "Accepted")?.lastTransitionTime).toBe(NOW.toISOString());
+  });
+
+  it("says Deleting while objects are removed", () => {
+    const input = aggregated(1);
+    const status = computeStatus({ render: input, deleting: true, observed: observed(input, ["terminating"]), now: NOW });
+    expect(status.phase).toBe("Deleting");
+    expect(status.roles?.[0]).toMatchObject({ ready: 0, draining: 1 });
+  });
+});
