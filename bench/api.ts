@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import { startPostgresServer, type PostgresServer } from "../test/support/postgres-server.ts";
+import { printTable as printRows } from "./support/table.ts";
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
 const WARMUP_S = 2;
@@ -448,11 +449,7 @@ function printTable(cases: CaseResult[], verdicts: string[]): void {
       c.cpuMsPerRequest ? c.cpuMsPerRequest.postgres.toFixed(3) : "",
     ]),
   ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ");
-  console.log("\n" + line(rows[0]!));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const row of rows.slice(1)) console.log(line(row));
+  printRows(rows);
   console.log("\ntargets:");
   for (const verdict of verdicts) console.log(`  ${verdict}`);
 }

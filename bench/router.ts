@@ -43,6 +43,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { spawnBerth, type BerthProcess } from "../test/router/support/processes.ts";
+import { printTable } from "./support/table.ts";
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
 /** Per round of an overhead case (see the header): warm-up, then at most ROUND_MAX_S measured. */
@@ -929,19 +930,12 @@ async function cacheCase(size: (typeof CACHE.sizes)[number], policy: CacheResult
 
 // ---------------------------------------------------------------- report
 
-function table(rows: string[][]): void {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ");
-  console.log("\n" + line(rows[0]!));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const row of rows.slice(1)) console.log(line(row));
-}
 
 const fmt = (value: number | undefined, digits = 2) => (value === undefined || Number.isNaN(value) ? "" : value.toFixed(digits));
 const signed = (value: number | undefined) => (value === undefined ? "" : `${value >= 0 ? "+" : ""}${value.toFixed(2)}`);
 
 function printOverhead(cases: CaseResult[]): void {
-  table([
+  printTable([
     ["case", "rps", "p50 ms", "p99 ms", "+p50", "+p99", "1st byte p50/p99", "+1st p99", "vs direct", "err", "CPU ms/req gen/proxy/engines", "other cores"],
     ...cases.map((c) => [
       c.name,
@@ -961,7 +955,7 @@ function printOverhead(cases: CaseResult[]): void {
 }
 
 function printCache(cases: CacheResult[]): void {
-  table([
+  printTable([
     ["case", "KV tokens/engine", "requests", "TTFT p50", "p90", "p99", "mean", "hit rate", "split", "p50 ratio", "err"],
     ...cases.map((c) => [
       c.name,

@@ -25,6 +25,7 @@ import { recordEvent } from "../src/services/events/record-event.ts";
 import { deliveryHeaders } from "../src/services/webhooks/sign-delivery.ts";
 import { startPostgresServer, type PostgresServer } from "../test/support/postgres-server.ts";
 import { preciseNow, startReceiver, type Receiver } from "../test/webhooks/support/receiver.ts";
+import { printTable as printRows } from "./support/table.ts";
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 20);
 const WARMUP_S = 3;
@@ -281,11 +282,7 @@ function printTable(cases: CaseResult[], verdicts: string[]): void {
       c.cpuMsPerDelivery ? c.cpuMsPerDelivery.postgres.toFixed(3) : "",
     ]),
   ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ");
-  console.log("\n" + line(rows[0]!));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const row of rows.slice(1)) console.log(line(row));
+  printRows(rows);
   console.log("\ntargets:");
   for (const verdict of verdicts) console.log(`  ${verdict}`);
 }
