@@ -1,25 +1,9 @@
 // The admin API: auth (401 everywhere but /admin/health), validation with JSON pointers,
 // the model union read before PUT answers, in-flight counts, and /v1/models.
-import { afterEach, describe, expect, it } from "vitest";
-import { startFakeEngine, type FakeEngine, type FakeEngineOptions } from "./support/fake-engine.ts";
-import { ADMIN_TOKEN, chatBody, startTestRouter, upstreamOf, type TestRouter } from "./support/harness.ts";
+import { describe, expect, it } from "vitest";
+import { ADMIN_TOKEN, chatBody, closedAfterEach, upstreamOf } from "./support/harness.ts";
 
-const cleanup: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanup.splice(0).map((close) => close()));
-});
-
-async function router(flags: string[] = []): Promise<TestRouter> {
-  const started = await startTestRouter(flags);
-  cleanup.push(() => started.close());
-  return started;
-}
-
-async function engine(name: string, options: FakeEngineOptions = {}): Promise<FakeEngine> {
-  const started = await startFakeEngine(name, options);
-  cleanup.push(() => started.close());
-  return started;
-}
+const { router, engine } = closedAfterEach();
 
 describe("admin auth", () => {
   it.each([

@@ -1,26 +1,11 @@
 // Prefill/decode orchestration against recording upstreams: vLLM style (sequential, with
 // kv_transfer_params), SGLang style (concurrent, with bootstrap fields), EPD's encoder
 // step, and holds for a PD role at zero.
-import { afterEach, describe, expect, it } from "vitest";
-import { closedPort, sleep, startFakeEngine, type FakeEngine, type FakeEngineOptions } from "./support/fake-engine.ts";
-import { chatBody, startTestRouter, until, type TestRouter } from "./support/harness.ts";
+import { describe, expect, it } from "vitest";
+import { closedPort, sleep, type FakeEngine } from "./support/fake-engine.ts";
+import { chatBody, closedAfterEach, until } from "./support/harness.ts";
 
-const cleanup: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanup.splice(0).map((close) => close()));
-});
-
-async function router(flags: string[]): Promise<TestRouter> {
-  const started = await startTestRouter(flags);
-  cleanup.push(() => started.close());
-  return started;
-}
-
-async function engine(name: string, options: FakeEngineOptions = {}): Promise<FakeEngine> {
-  const started = await startFakeEngine(name, options);
-  cleanup.push(() => started.close());
-  return started;
-}
+const { router, engine } = closedAfterEach();
 
 function entry(e: FakeEngine, role: string, extra: Record<string, unknown> = {}) {
   return { id: e.name, url: e.url, role, state: "eligible", ...extra };

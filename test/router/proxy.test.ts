@@ -2,26 +2,11 @@
 // ways, retries only before the first byte, the elastic-resize 503, timeouts, draining,
 // 503 when nothing is eligible, and scale-to-zero holds.
 import http from "node:http";
-import { afterEach, describe, expect, it } from "vitest";
-import { closedPort, sleep, startFakeEngine, type Behaviour, type FakeEngine, type FakeEngineOptions } from "./support/fake-engine.ts";
-import { chatBody, startTestRouter, tally, until, upstreamOf, type TestRouter } from "./support/harness.ts";
+import { describe, expect, it } from "vitest";
+import { closedPort, sleep, type Behaviour, type FakeEngine } from "./support/fake-engine.ts";
+import { chatBody, closedAfterEach, tally, until, upstreamOf } from "./support/harness.ts";
 
-const cleanup: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanup.splice(0).map((close) => close()));
-});
-
-async function router(flags: string[] = []): Promise<TestRouter> {
-  const started = await startTestRouter(flags);
-  cleanup.push(() => started.close());
-  return started;
-}
-
-async function engine(name: string, options: FakeEngineOptions = {}): Promise<FakeEngine> {
-  const started = await startFakeEngine(name, options);
-  cleanup.push(() => started.close());
-  return started;
-}
+const { router, engine } = closedAfterEach();
 
 function servers(...engines: (FakeEngine | { name: string; url: string })[]): unknown {
   return { endpoints: engines.map((e) => ({ id: e.name, url: e.url, role: "server", state: "eligible" })) };

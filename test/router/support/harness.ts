@@ -2,6 +2,8 @@
 // its admin and OpenAI APIs. Process-level behaviour (start-up time, signals) is tested
 // separately against `node bin/berth.js router`.
 import pino from "pino";
+import { afterEach } from "vitest";
+import { startFakeEngine, type FakeEngine, type FakeEngineOptions } from "./fake-engine.ts";
 import { parseRouterArgs } from "../../../src/router/config.ts";
 import { startRouter, type RunningRouter } from "../../../src/router/server.ts";
 
@@ -62,4 +64,27 @@ export async function until(check: () => boolean | Promise<boolean>, ms = 5_000)
     if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/**
+ * Routers and fake engines started by a test file, each closed after its test.
+ * Call at the top of a test file: `const { router, engine } = closedAfterEach();`
+ */
+export function closedAfterEach() {
+  const cleanup: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    await Promise.all(cleanup.splice(0).map((close) => close()));
+  });
+  return {
+    async router(flags: string[] = []): Promise<TestRouter> {
+      const started = await startTestRouter(flags);
+      cleanup.push(() => started.close());
+      return started;
+    },
+    async engine(name: string, options: FakeEngineOptions = {}): Promise<FakeEngine> {
+      const started = await startFakeEngine(name, options);
+      cleanup.push(() => started.close());
+      return started;
+    },
+  };
 }
