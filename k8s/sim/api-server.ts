@@ -41,6 +41,18 @@ export interface ApiServerOptions {
   token?: string;
   /** Request log, one line per request (method, path, status, ms). */
   log?: (line: string) => void;
+  /** Called as each request arrives, before its body is read (benchmarks time the first write after a change). */
+  onRequest?: (request: ObservedRequest) => void;
+}
+
+export interface ObservedRequest {
+  method: string;
+  /** Path without the query. */
+  path: string;
+  /** The query string with its `?`, or "". */
+  search: string;
+  /** `performance.now()` of this process when the request arrived. */
+  at: number;
 }
 
 export interface ApiServer {
@@ -405,6 +417,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const server = createServer((req, res) => {
     const started = performance.now();
     const url = new URL(req.url ?? "/", "http://localhost");
+    options.onRequest?.({ method: req.method ?? "GET", path: url.pathname, search: url.search, at: started });
     handle(req, res, url)
       .catch((error: unknown) => {
         const apiError =

@@ -7,7 +7,7 @@ import { release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { GPU_TYPE_LABEL } from "../render/names.ts";
-import { startApiServer } from "./api-server.ts";
+import { type ObservedRequest, startApiServer } from "./api-server.ts";
 import { DeploymentController } from "./deployment-controller.ts";
 import { EndpointsController } from "./endpoints-controller.ts";
 import { EventRecorder, startEventExpiry } from "./events.ts";
@@ -67,6 +67,8 @@ export interface SimClusterOptions {
   serviceAddresses?: AddressRange;
   /** API request log and proxy problems, one line each. */
   log?: (line: string) => void;
+  /** Called as each API request arrives (method, path, arrival time): for benchmarks. */
+  onRequest?: (request: ObservedRequest) => void;
 }
 
 export interface SimCluster {
@@ -189,7 +191,7 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
   const stopEventExpiry = startEventExpiry(registry);
 
   const token = typeof options.token === "string" ? options.token : options.token === true ? crypto.randomUUID().replaceAll("-", "") : undefined;
-  const server = await startApiServer({ registry, logs: kubelet, host: options.host, port: options.port, token, log: options.log });
+  const server = await startApiServer({ registry, logs: kubelet, host: options.host, port: options.port, token, log: options.log, onRequest: options.onRequest });
   const kubeconfigPath = options.kubeconfigPath ? writeKubeconfig(options.kubeconfigPath, server.url, { token }) : undefined;
 
   let stopped: Promise<void> | undefined;

@@ -11,7 +11,8 @@
 // then SIGTERM, then SIGKILL of the container's process group when the grace period ends;
 // then the pod object is removed. `stop({ now: true })` kills every process group at once.
 // Probe periods, initial delays and backoffs are multiplied by `timeScale` (timeouts and
-// grace periods never are).
+// grace periods never are). Containers of `programs.noProcessImages` start no process: Running,
+// started and Ready at once, stopped at once (no probes, no preStop), for scale tests.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
@@ -26,7 +27,7 @@ import { ApiError, timestamp, type KubeObject } from "./objects.ts";
 import { OWNER_ENV } from "./orphans.ts";
 import { goDuration, podConditions, podPhase, type ContainerState, type ContainerStatus, type TerminatedState } from "./pod-status.ts";
 import { runProbe, type ProbeSpec, type ProbeTarget } from "./probes.ts";
-import { classifyImage, EnvError, expandReferences, normalizeImage, resolveEnv, resolveProgram, rewriteMountedPaths, type Programs } from "./program.ts";
+import { classifyImage, EnvError, expandReferences, normalizeImage, resolveEnv, resolveProgram, rewriteMountedPaths, runsNoProcess, type Programs } from "./program.ts";
 import type { Registry } from "./registry.ts";
 import { resourceOf } from "./resources.ts";
 import type { Store } from "./store.ts";
@@ -124,6 +125,8 @@ class ContainerRunner {
   epoch = 0;
   /** The environment of the current run (hooks and exec probes get it too). */
   env: Record<string, string> = {};
+  /** Ends the current run of a no-process container (`programs.noProcessImages`). */
+  endNoProcess?: () => void;
 
   constructor(readonly spec: V1Container) {}
 
@@ -376,7 +379,7 @@ class PodWorker {
     let pullFailures = 0;
     let configFailures = 0;
     while (!this.stopping) {
-      if (classifyImage(image, programs.routerImage) === "unknown") {
+      if (!runsNoProcess(image, programs) && classifyImage(image, programs.routerImage) === "unknown") {
         pullFailures++;
         this.event("Normal", "Pulling", `Pulling image "${image}"`, c);
         await sleep(200, this.abort.signal);
@@ -457,10 +460,11 @@ class PodWorker {
     c.runStartedAt = Date.now();
     const startedAt = timestamp(c.runStartedAt);
     this.event("Normal", "Pulled", `Container image "${c.spec.image}" already present on machine`, c);
-    const argv = program.kind === "unknown-image" ? [] : program.argv;
+    const argv = program.kind === "unknown-image" || program.kind === "no-process" ? [] : program.argv;
 
     const exit = new Promise<Exit>((resolve) => {
       if (this.stopping) return resolve({ code: null, signal: "SIGKILL" });
+      if (program.kind === "no-process") return void (c.endNoProcess = () => resolve({ code: 0, signal: null }));
       if (argv.length === 0) return resolve({ code: null, signal: null, error: `no command specified` });
       let child: ChildProcess;
       try {
@@ -498,9 +502,18 @@ class PodWorker {
       this.event("Normal", "Created", `Created container: ${c.name}`, c);
       this.event("Normal", "Started", `Started container ${c.name}`, c);
       void this.#probe(c, c.epoch);
+    } else if (c.endNoProcess) {
+      c.containerID = `berth-sim://no-process/${this.uid}/${c.name}`;
+      c.state = { running: { startedAt } };
+      c.started = true;
+      c.ready = true;
+      this.publish();
+      this.event("Normal", "Created", `Created container: ${c.name}`, c);
+      this.event("Normal", "Started", `Started container ${c.name} (no process)`, c);
     }
     const result = await exit;
     c.child = undefined;
+    c.endNoProcess = undefined;
     c.ready = false;
     c.started = false;
     const finishedAt = timestamp();
@@ -623,6 +636,11 @@ class PodWorker {
     if (c.stopping) return c.stopping;
     const child = c.child;
     const exit = c.exit;
+    if (c.endNoProcess && exit) {
+      this.event("Normal", "Killing", `Stopping container ${c.name}`, c);
+      c.endNoProcess();
+      return exit.then(() => {});
+    }
     if (!child || !exit) return Promise.resolve();
     const epoch = c.epoch;
     const stop = (async () => {
@@ -722,6 +740,7 @@ class PodWorker {
     this.abort.abort();
     this.#killSignal.abort();
     for (const c of this.containers) {
+      c.endNoProcess?.();
       killGroup(c.child?.pid, "SIGKILL");
       for (const hook of c.hooks) killGroup(hook.pid, "SIGKILL");
     }

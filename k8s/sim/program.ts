@@ -11,6 +11,8 @@
 //   the router image           `berth router` with the container's args.
 //   anything else              no program: the image cannot be pulled (ErrImagePull), external
 //                              routers (vllm/vllm-router, smg) included.
+//   Programs.noProcessImages   no process at all: Running, started and Ready at once (scale
+//                              tests with thousands of pods; checked before everything above).
 // Also Kubernetes' `$(VAR)` expansion and the container environment (value, fieldRef,
 // secretKeyRef, configMapKeyRef, envFrom), as the real kubelet builds them.
 
@@ -21,6 +23,12 @@ export interface Programs {
   routerCommand: string[];
   /** Image whose containers run the router. */
   routerImage: string;
+  /**
+   * Images whose containers start no process: the kubelet reports them Running, started and
+   * Ready at once (no probes, no preStop, no logs) until the pod is deleted. For scale tests
+   * (bench/agent.ts: 2,000 pods on one machine); absent, every image behaves as above.
+   */
+  noProcessImages?: string[];
 }
 
 export type ImageClass = "engine" | "router" | "unknown";
@@ -30,11 +38,18 @@ export type ContainerProgram =
   | { kind: "router"; argv: string[] }
   | { kind: "idle"; argv: string[] }
   | { kind: "host"; argv: string[] }
+  | { kind: "no-process" }
   | { kind: "unknown-image" };
 
 /** `docker.io/library/x`, `docker.io/x` and `x` name the same image. */
 export function normalizeImage(image: string): string {
   return image.replace(/^docker\.io\/library\//, "").replace(/^docker\.io\//, "").replace(/^index\.docker\.io\//, "");
+}
+
+/** Whether containers of this image run no process (`Programs.noProcessImages`). */
+export function runsNoProcess(image: string, programs: Programs): boolean {
+  const normalized = normalizeImage(image);
+  return (programs.noProcessImages ?? []).some((candidate) => normalizeImage(candidate) === normalized);
 }
 
 export function classifyImage(image: string, routerImage: string): ImageClass {
@@ -195,6 +210,7 @@ export interface ResolveInput {
 }
 
 export function resolveProgram(input: ResolveInput): ContainerProgram {
+  if (runsNoProcess(input.image, input.programs)) return { kind: "no-process" };
   const kind = classifyImage(input.image, input.programs.routerImage);
   if (kind === "unknown") return { kind: "unknown-image" };
   const argv = [...input.command, ...input.args];
