@@ -7,6 +7,7 @@ import type { Config } from "../api/config.ts";
 const USAGE = `usage: berth <command>
 
 commands:
+  up [--reset]          the API, a simulated GPU cluster and an agent in one command (npm start)
   serve                 run the API (PORT, HOST, DATABASE_URL, BERTH_DATA_DIR, BERTH_ADMIN_TOKEN)
   migrate               apply database migrations and exit
   openapi [--out FILE]  print (or write) the OpenAPI 3.1 document
@@ -15,6 +16,8 @@ commands:
   router [flags]        run the built-in request router
   agent --api URL --token ba_… [--kubeconfig FILE]
                         run the cluster agent (reconciles deployments into Kubernetes)
+  agent install --print --api URL [--token ba_…]
+                        print the agent's install manifests (pipe it to kubectl apply -f -)
 
 user commands (BERTH_URL/BERTH_TOKEN or \`berth login\`; --help on each):
   login --url URL --token KEY     check a key and save it (~/.config/berth/config.json)
@@ -69,6 +72,21 @@ async function main(argv: string[]): Promise<void> {
       };
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
+      return;
+    }
+    case "up": {
+      const { parseUpArgs, runUp, UsageError, UP_USAGE } = await import("./up.ts");
+      if (rest.includes("--help")) {
+        process.stdout.write(`${UP_USAGE}\n`);
+        return;
+      }
+      try {
+        await runUp(await loadConfig(), parseUpArgs(rest));
+      } catch (error) {
+        if (!(error instanceof UsageError)) throw error;
+        process.stderr.write(`berth up: ${error.message}\n${UP_USAGE}\n`);
+        process.exit(2);
+      }
       return;
     }
     case "migrate": {
