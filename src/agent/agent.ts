@@ -3,7 +3,7 @@
 // a periodic resync and the heartbeat. Each pass is observe → render → plan → apply → report.
 // Losing the API only stops news: what the agent last knew keeps being reconciled as is.
 import type { RenderInput } from "../../k8s/render/index.ts";
-import { namespaceName } from "../../k8s/render/index.ts";
+import { namespaceName, resolveOptions } from "../../k8s/render/index.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { DesiredState } from "../domain/cluster.ts";
 import type { DeploymentStatus } from "../domain/deployment-spec.ts";
@@ -11,8 +11,10 @@ import { type AgentApi, ApiError } from "./api-client.ts";
 import { applyActions } from "./apply.ts";
 import { computeInventory } from "./inventory.ts";
 import type { Kube } from "./kube.ts";
-import { observeDeployment, type Observed } from "./observe.ts";
-import { planDeployment } from "./plan.ts";
+import { observeDeployment, type Observed, observedCount } from "./observe.ts";
+import { type Action, isRetirement, planDeployment } from "./plan.ts";
+import { buildEndpointList, readyRouterPods } from "./router-endpoint-list.ts";
+import { pushEndpoints, tokenFromSecret } from "./router-endpoints.ts";
 import { computeStatus } from "./status.ts";
 
 export interface AgentConfig {
@@ -50,6 +52,9 @@ const consoleLogger: Logger = {
 
 type Item = DesiredState["items"][number];
 
+/** A failed endpoint push: reported as such in status (never Ready) and retried with backoff. */
+class PushError extends Error {}
+
 interface KeyState {
   running: boolean;
   dirty: boolean;
@@ -57,6 +62,8 @@ interface KeyState {
   timer?: ReturnType<typeof setTimeout>;
   lastSent?: string;
   lastStatus?: DeploymentStatus | null;
+  /** Builtin router: router pod ack key → hash of the endpoint list it acknowledged. */
+  routerAcks: Map<string, string>;
 }
 
 export interface Agent {
@@ -94,7 +101,7 @@ export function createAgent({
 
   const stateOf = (key: string) => {
     let state = keys.get(key);
-    if (!state) keys.set(key, (state = { running: false, dirty: false, failures: 0 }));
+    if (!state) keys.set(key, (state = { running: false, dirty: false, failures: 0, routerAcks: new Map() }));
     return state;
   };
 
@@ -153,13 +160,26 @@ export function createAgent({
     const namespace = namespaceName(projectName);
     const observed = await observeDeployment(kube, namespace, deployment.id);
     const actions = planDeployment({ render, deleting, observed });
+    // Instances that retire (surplus, stale) are withdrawn from the builtin router first: their
+    // deletes run only after every Ready router pod acknowledged them as draining.
+    const retirements = actions.filter(isRetirement);
     let applyError: string | undefined;
+    let pushError: string | undefined;
     try {
-      await applyActions(kube, actions);
+      await applyActions(kube, actions.filter((a) => !isRetirement(a)));
+      if (!deleting) await pushRouterEndpoints(render, observed, retirements, state);
     } catch (error) {
-      applyError = (error as Error).message;
+      if (error instanceof PushError) pushError = error.message;
+      else applyError = (error as Error).message;
     }
-    if (deleting && actions.length === 0 && observed.pods.length === 0 && observed.services.length === 0) {
+    if (!applyError && !pushError) {
+      try {
+        await applyActions(kube, retirements);
+      } catch (error) {
+        applyError = (error as Error).message;
+      }
+    }
+    if (deleting && actions.length === 0 && observedCount(observed) === 0) {
       await api.confirmDeletion(deployment.id, abort.signal);
       desired.delete(key);
       logger.info("deployment removed", { deploymentId: key });
@@ -174,6 +194,8 @@ export function createAgent({
       applyError,
       previous: state.lastStatus ?? deployment.status ?? null,
       now: clock.now(),
+      routerAcks: state.routerAcks,
+      pushError,
     });
     const body = JSON.stringify(status);
     if (body !== state.lastSent) {
@@ -186,8 +208,27 @@ export function createAgent({
         if (!(error instanceof ApiError && error.status === 404)) throw error;
       }
     }
-    if (applyError) throw new Error(applyError);
+    if (applyError || pushError) throw new Error(applyError ?? pushError);
     return actions.length === 0 && status.phase === "Ready";
+  }
+
+  /** The builtin router's endpoint list, pushed to each Ready router pod whose copy is not current. */
+  async function pushRouterEndpoints(render: RenderInput, observed: Observed, retirements: Action[], state: KeyState): Promise<void> {
+    const { spec, name } = render.deployment;
+    if (spec.router?.kind !== "builtin") return;
+    const options = resolveOptions(spec, name, render.options);
+    if (readyRouterPods(observed.routerPods).length === 0) return;
+    const { name: secretName, key } = options.routerAdminTokenSecret;
+    const token = tokenFromSecret(observed.secrets, secretName, key);
+    if (!token) throw new PushError(`the router's admin token Secret ${secretName} (key ${key}) is not observed`);
+    const draining = new Set(retirements.flatMap((a) => (a.kind === "deletePod" ? [a.name] : [])));
+    const body = { endpoints: buildEndpointList(render, observed.pods, draining) };
+    try {
+      const pushed = await pushEndpoints({ routerPods: observed.routerPods, port: options.routerPort, token, body, acks: state.routerAcks });
+      if (pushed > 0) logger.info("router endpoints pushed", { deploymentId: render.deployment.id, routerPods: pushed, endpoints: body.endpoints.length, draining: draining.size });
+    } catch (error) {
+      throw new PushError((error as Error).message);
+    }
   }
 
   async function pollDesired(): Promise<void> {

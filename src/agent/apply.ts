@@ -1,19 +1,37 @@
-// Apply: executes planned actions. Namespaces and Services by server-side apply (field
-// manager berth-agent); pods by create (their spec is immutable); deletes carry the UID the
-// planner observed, so a pod recreated meanwhile under the same name is never hit.
+// Apply: executes planned actions. Namespaces, Services and router objects by server-side
+// apply (field manager berth-agent); pods and the router's token Secret by create (a pod's spec
+// is immutable; the token is drawn once and a 409 keeps the one already stored); deletes carry
+// the UID the planner observed, so an object recreated meanwhile under the same name is never hit.
 // A 404 on delete or a 409 on create means the cluster is already there: not an error.
+import { randomBytes } from "node:crypto";
 import { PatchStrategy } from "@kubernetes/client-node";
 import { type Kube, statusCodeOf } from "./kube.ts";
 import type { Action } from "./plan.ts";
 
 export const FIELD_MANAGER = "berth-agent";
 
+/** 32 random bytes, base64url: 43 characters, well past the router's 16-character minimum. */
+export const newAdminToken = () => randomBytes(32).toString("base64url");
+
 export async function applyAction(kube: Kube, action: Action): Promise<void> {
   try {
     switch (action.kind) {
       case "applyNamespace":
       case "applyService":
+      case "applyRouterObject":
         await kube.objects.patch(action.object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+        return;
+      case "createTokenSecret":
+        await kube.core.createNamespacedSecret({
+          namespace: action.namespace,
+          body: {
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: { name: action.name, namespace: action.namespace, labels: action.labels },
+            type: "Opaque",
+            data: { [action.key]: Buffer.from(newAdminToken()).toString("base64") },
+          },
+        });
         return;
       case "createPod":
         await kube.core.createNamespacedPod({ namespace: action.object.metadata!.namespace!, body: action.object });
@@ -32,16 +50,24 @@ export async function applyAction(kube: Kube, action: Action): Promise<void> {
           body: { preconditions: { uid: action.uid } },
         });
         return;
+      case "deleteObject": {
+        const { apiVersion, kind, namespace, name, uid } = action.ref;
+        // Background propagation: the router Deployment's pods are garbage-collected after it.
+        await kube.objects.delete({ apiVersion, kind, metadata: { name, namespace } }, undefined, undefined, undefined, undefined, "Background", {
+          preconditions: { uid },
+        });
+        return;
+      }
     }
   } catch (error) {
     const code = statusCodeOf(error);
-    if ((action.kind === "deletePod" || action.kind === "deleteService") && code === 404) return;
-    if (action.kind === "createPod" && code === 409) return;
+    if ((action.kind === "deletePod" || action.kind === "deleteService" || action.kind === "deleteObject") && code === 404) return;
+    if ((action.kind === "createPod" || action.kind === "createTokenSecret") && code === 409) return;
     throw error;
   }
 }
 
-/** Namespace first (everything lives in it), then the rest in order; stops at the first failure. */
+/** In order (the namespace first: everything lives in it); stops at the first failure. */
 export async function applyActions(kube: Kube, actions: Action[]): Promise<void> {
   for (const action of actions) await applyAction(kube, action);
 }

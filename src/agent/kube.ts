@@ -1,13 +1,22 @@
 // The Kubernetes clients the agent uses, built once from a KubeConfig at the entry point.
-import { CoreV1Api, type KubeConfig, KubernetesObjectApi } from "@kubernetes/client-node";
+import { AppsV1Api, CoreV1Api, type KubeConfig, KubernetesObjectApi, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 
 export interface Kube {
   core: CoreV1Api;
+  /** The router Deployment. */
+  apps: AppsV1Api;
+  /** External routers' discovery Role and RoleBinding. */
+  rbac: RbacAuthorizationV1Api;
   objects: KubernetesObjectApi;
 }
 
 export function createKube(kc: KubeConfig): Kube {
-  return { core: kc.makeApiClient(CoreV1Api), objects: KubernetesObjectApi.makeApiClient(kc) };
+  return {
+    core: kc.makeApiClient(CoreV1Api),
+    apps: kc.makeApiClient(AppsV1Api),
+    rbac: kc.makeApiClient(RbacAuthorizationV1Api),
+    objects: KubernetesObjectApi.makeApiClient(kc),
+  };
 }
 
 /** client-node 1.x throws ApiException with `.code`. */

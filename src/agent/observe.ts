@@ -1,28 +1,86 @@
 // Observe: what exists in the cluster for one deployment, selected by the agent's labels.
 // A relist per reconcile pass (no informer yet); a missing namespace observes as empty.
-import type { V1Pod, V1Service } from "@kubernetes/client-node";
+// Router pods (owned by the router Deployment, labelled berth.dev/component=router) are kept
+// apart from engine pods: the planner never creates or deletes them one by one.
+import type {
+  V1ConfigMap,
+  V1Deployment,
+  V1Pod,
+  V1Role,
+  V1RoleBinding,
+  V1Secret,
+  V1Service,
+  V1ServiceAccount,
+} from "@kubernetes/client-node";
 import { LABELS, MANAGED_BY } from "../../k8s/render/index.ts";
 import { type Kube, statusCodeOf } from "./kube.ts";
 
 export interface Observed {
   namespaceExists: boolean;
+  /** Engine pods (every role). */
   pods: V1Pod[];
   services: V1Service[];
+  /** Pods of the router Deployment. */
+  routerPods: V1Pod[];
+  deployments: V1Deployment[];
+  configMaps: V1ConfigMap[];
+  secrets: V1Secret[];
+  serviceAccounts: V1ServiceAccount[];
+  roles: V1Role[];
+  roleBindings: V1RoleBinding[];
 }
 
+export const emptyObserved = (namespaceExists: boolean): Observed => ({
+  namespaceExists,
+  pods: [],
+  services: [],
+  routerPods: [],
+  deployments: [],
+  configMaps: [],
+  secrets: [],
+  serviceAccounts: [],
+  roles: [],
+  roleBindings: [],
+});
+
 export const selectorOf = (deploymentId: string) => `${LABELS.managedBy}=${MANAGED_BY},${LABELS.deploymentId}=${deploymentId}`;
+
+export const isRouterObject = (object: { metadata?: { labels?: Record<string, string> } }) =>
+  object.metadata?.labels?.[LABELS.component] === "router";
+
+/** Every object the deployment owns, for "is anything left?" before deletion is confirmed. */
+export const observedCount = (o: Observed) =>
+  o.pods.length + o.services.length + o.routerPods.length + o.deployments.length + o.configMaps.length + o.secrets.length +
+  o.serviceAccounts.length + o.roles.length + o.roleBindings.length;
 
 export async function observeDeployment(kube: Kube, namespace: string, deploymentId: string): Promise<Observed> {
   try {
     await kube.core.readNamespace({ name: namespace });
   } catch (error) {
-    if (statusCodeOf(error) === 404) return { namespaceExists: false, pods: [], services: [] };
+    if (statusCodeOf(error) === 404) return emptyObserved(false);
     throw error;
   }
-  const labelSelector = selectorOf(deploymentId);
-  const [pods, services] = await Promise.all([
-    kube.core.listNamespacedPod({ namespace, labelSelector }),
-    kube.core.listNamespacedService({ namespace, labelSelector }),
+  const q = { namespace, labelSelector: selectorOf(deploymentId) };
+  const [pods, services, deployments, configMaps, secrets, serviceAccounts, roles, roleBindings] = await Promise.all([
+    kube.core.listNamespacedPod(q),
+    kube.core.listNamespacedService(q),
+    kube.apps.listNamespacedDeployment(q),
+    kube.core.listNamespacedConfigMap(q),
+    kube.core.listNamespacedSecret(q),
+    kube.core.listNamespacedServiceAccount(q),
+    kube.rbac.listNamespacedRole(q),
+    kube.rbac.listNamespacedRoleBinding(q),
   ]);
-  return { namespaceExists: true, pods: pods.items, services: services.items };
+  return {
+    namespaceExists: true,
+    pods: pods.items.filter((p) => !isRouterObject(p)),
+    services: services.items,
+    routerPods: pods.items.filter(isRouterObject),
+    deployments: deployments.items,
+    configMaps: configMaps.items,
+    secrets: secrets.items,
+    serviceAccounts: serviceAccounts.items,
+    roles: roles.items,
+    roleBindings: roleBindings.items,
+  };
 }

@@ -1,25 +1,48 @@
 // Plan (pure): a deployment's desired intent + what the cluster holds → the next actions.
 // Invariants: only missing objects are created; surplus replicas go highest index first;
 // a spec change replaces at most one instance per role at a time, and only while every
-// other instance of the role is Ready; every delete names the UID it observed.
-import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
+// other instance of the role is Ready; every delete names the UID it observed. Router
+// objects are applied when missing or when the router's spec hash (or replica count) moved,
+// never on every pass; the builtin router's admin-token Secret is created once, never rewritten.
+import type { V1Deployment, V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   LABELS,
+  MANAGED_BY,
   renderInstancePods,
   renderInstanceService,
   renderNamespace,
   renderRoleService,
+  renderRouterObjects,
   type RenderInput,
+  resolveOptions,
+  type RouterObject,
   specHashOf,
 } from "../../k8s/render/index.ts";
 import type { Observed } from "./observe.ts";
 
+/** An object the agent deletes through the generic client (router objects, the token Secret). */
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
 export type Action =
   | { kind: "applyNamespace"; object: V1Namespace }
   | { kind: "applyService"; object: V1Service }
+  | { kind: "applyRouterObject"; object: RouterObject }
+  /** The token is drawn when the action runs (the plan stays pure); a 409 keeps the existing one. */
+  | { kind: "createTokenSecret"; namespace: string; name: string; key: string; labels: Record<string, string> }
   | { kind: "createPod"; object: V1Pod }
   | { kind: "deletePod"; namespace: string; name: string; uid: string; reason: "surplus" | "stale" | "deleting" }
-  | { kind: "deleteService"; namespace: string; name: string; uid: string };
+  | { kind: "deleteService"; namespace: string; name: string; uid: string }
+  | { kind: "deleteObject"; ref: ObjectRef };
+
+/** A delete that retires a serving instance: the router must see it draining first. */
+export const isRetirement = (action: Action): action is Extract<Action, { kind: "deletePod" }> =>
+  action.kind === "deletePod" && action.reason !== "deleting";
 
 export interface PlanInput {
   render: RenderInput;
@@ -41,6 +64,7 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
   const namespace = renderNamespace(deployment.projectName);
   const ns = namespace.metadata!.name!;
   if (!observed.namespaceExists) actions.push({ kind: "applyNamespace", object: namespace });
+  actions.push(...planRouter(render, observed));
   const serviceNames = new Set(observed.services.map((s) => s.metadata?.name));
   const pods = observed.pods;
 
@@ -92,6 +116,75 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
   return actions;
 }
 
+/** Apply order: what the router pods mount or run as comes before the Deployment that starts them. */
+const ROUTER_APPLY_ORDER = ["ConfigMap", "ServiceAccount", "Role", "RoleBinding", "Service", "Deployment"];
+
+function planRouter(render: RenderInput, observed: Observed): Action[] {
+  const objects = renderRouterObjects(render).sort(
+    (a, b) => ROUTER_APPLY_ORDER.indexOf(a.kind!) - ROUTER_APPLY_ORDER.indexOf(b.kind!),
+  );
+  if (objects.length === 0) return [];
+  const { deployment } = render;
+  const actions: Action[] = [];
+  if (deployment.spec.router?.kind === "builtin") {
+    const { name, key } = resolveOptions(deployment.spec, deployment.name, render.options).routerAdminTokenSecret;
+    if (!observed.secrets.some((s) => s.metadata?.name === name)) {
+      actions.push({
+        kind: "createTokenSecret",
+        namespace: objects[0]!.metadata!.namespace!,
+        name,
+        key,
+        labels: {
+          [LABELS.managedBy]: MANAGED_BY,
+          [LABELS.deployment]: deployment.name,
+          [LABELS.deploymentId]: deployment.id,
+          [LABELS.component]: "router",
+        },
+      });
+    }
+  }
+  // The rendered Deployment's hash covers the ConfigMap's content and the container: when it
+  // moved, every router object is applied again; replicas are compared on their own.
+  const workload = objects.find((o): o is V1Deployment => o.kind === "Deployment")!;
+  const running = observed.deployments.find((d) => d.metadata?.name === workload.metadata!.name);
+  const drifted =
+    !running ||
+    running.metadata?.labels?.[LABELS.specHash] !== workload.metadata!.labels![LABELS.specHash] ||
+    running.spec?.replicas !== workload.spec!.replicas;
+  for (const object of objects) {
+    if (drifted || !observedOfKind(observed, object.kind!).some((o) => o.metadata?.name === object.metadata!.name)) {
+      actions.push({ kind: "applyRouterObject", object });
+    }
+  }
+  return actions;
+}
+
+function observedOfKind(observed: Observed, kind: string): Array<{ metadata?: { name?: string } }> {
+  switch (kind) {
+    case "ConfigMap":
+      return observed.configMaps;
+    case "ServiceAccount":
+      return observed.serviceAccounts;
+    case "Role":
+      return observed.roles;
+    case "RoleBinding":
+      return observed.roleBindings;
+    case "Service":
+      return observed.services;
+    case "Deployment":
+      return observed.deployments;
+    default:
+      return [];
+  }
+}
+
+function refOf(apiVersion: string, kind: string, object: { metadata?: { namespace?: string; name?: string; uid?: string } }): Action {
+  return {
+    kind: "deleteObject",
+    ref: { apiVersion, kind, namespace: object.metadata!.namespace!, name: object.metadata!.name!, uid: object.metadata!.uid! },
+  };
+}
+
 function planDeletion(observed: Observed): Action[] {
   const actions: Action[] = [];
   for (const pod of [...observed.pods].sort((a, b) => replicaOf(b) - replicaOf(a))) {
@@ -104,6 +197,17 @@ function planDeletion(observed: Observed): Action[] {
       name: service.metadata!.name!,
       uid: service.metadata!.uid!,
     });
+  }
+  for (const d of observed.deployments) if (d.metadata?.deletionTimestamp == null) actions.push(refOf("apps/v1", "Deployment", d));
+  for (const c of observed.configMaps) actions.push(refOf("v1", "ConfigMap", c));
+  for (const s of observed.secrets) actions.push(refOf("v1", "Secret", s));
+  for (const a of observed.serviceAccounts) actions.push(refOf("v1", "ServiceAccount", a));
+  for (const r of observed.roles) actions.push(refOf("rbac.authorization.k8s.io/v1", "Role", r));
+  for (const b of observed.roleBindings) actions.push(refOf("rbac.authorization.k8s.io/v1", "RoleBinding", b));
+  // Router pods go with their Deployment (garbage collection); one left behind once the
+  // Deployment is gone would be an orphan, so it is deleted here.
+  if (observed.deployments.length === 0) {
+    for (const pod of observed.routerPods) if (!isTerminating(pod)) actions.push(refOf("v1", "Pod", pod));
   }
   return actions;
 }

@@ -1,11 +1,24 @@
 // Status (pure): observed objects → DeploymentStatus (DESIGN §3.2). Counts are in instances
 // and only from what was observed; conditions keep their lastTransitionTime until their
 // status flips. "Why not ready" names the cause: InsufficientGPU, ImagePullBackOff, CrashLoopBackOff.
-import type { V1Pod } from "@kubernetes/client-node";
-import { GPU_TYPE_LABEL, LABELS, resolveOptions, roleServiceName, type RenderInput, specHashOf } from "../../k8s/render/index.ts";
+// With a router, the endpoint is the router Service and Ready also needs RouterReady: the router
+// Deployment's ready replicas reach the declared count and (builtin) every Ready router pod
+// acknowledged the endpoint list that the observed pods give now.
+import type { V1Pod, V1Service } from "@kubernetes/client-node";
+import {
+  GPU_TYPE_LABEL,
+  LABELS,
+  resolveOptions,
+  roleServiceName,
+  type RenderInput,
+  routerName,
+  routerServiceName,
+  specHashOf,
+} from "../../k8s/render/index.ts";
 import type { Condition, DeploymentStatus, RoleStatus } from "../domain/deployment-spec.ts";
 import type { Observed } from "./observe.ts";
 import { isPodReady, isTerminating, replicaOf, roleOf } from "./plan.ts";
+import { buildEndpointList, endpointsHash, routersAcknowledged } from "./router-endpoint-list.ts";
 
 export interface StatusInput {
   render: RenderInput;
@@ -16,6 +29,10 @@ export interface StatusInput {
   applyError?: string;
   previous?: DeploymentStatus | null;
   now: Date;
+  /** Builtin router: router pod ack key → hash of the endpoint list it acknowledged. */
+  routerAcks?: ReadonlyMap<string, string>;
+  /** This pass's failed endpoint push, if any: it can never yield Ready. */
+  pushError?: string;
 }
 
 type Problem = { reason: string; message: string };
@@ -48,7 +65,36 @@ export function podProblem(pod: V1Pod): Problem | undefined {
   return undefined;
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now }: StatusInput): DeploymentStatus {
+const clusterIpOf = (service: V1Service | undefined) => {
+  const ip = service?.spec?.clusterIP;
+  return ip && ip !== "None" ? ip : undefined;
+};
+
+/** RouterReady: the router Deployment ready at its declared count, the builtin one holding the current list. */
+export function routerReadiness(
+  render: RenderInput,
+  observed: Observed,
+  acks: ReadonlyMap<string, string>,
+  pushError: string | undefined,
+): { ready: boolean; reason: string; message: string } | undefined {
+  const { deployment } = render;
+  const router = deployment.spec.router;
+  if (!router) return undefined;
+  const workload = observed.deployments.find((d) => d.metadata?.name === routerName(deployment.name));
+  const readyReplicas = workload?.status?.readyReplicas ?? 0;
+  const counts = `router ${readyReplicas}/${router.replicas} ready`;
+  if (!workload || readyReplicas < router.replicas) return { ready: false, reason: "RouterStarting", message: counts };
+  if (router.kind !== "builtin") return { ready: true, reason: "RouterReady", message: counts };
+  if (pushError) return { ready: false, reason: "EndpointPushFailed", message: `${counts}; ${pushError}` };
+  const hash = endpointsHash({ endpoints: buildEndpointList(render, observed.pods) });
+  const { acked, ready } = routersAcknowledged(observed.routerPods, acks, hash);
+  if (acked < ready || ready === 0) {
+    return { ready: false, reason: "EndpointsNotPushed", message: `${counts}; ${acked}/${ready} router pods hold the current endpoints` };
+  }
+  return { ready: true, reason: "RouterReady", message: `${counts}; every router pod holds the current endpoints` };
+}
+
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -97,26 +143,37 @@ export function computeStatus({ render, deleting, observed, applyError, previous
   }
 
   const options = resolveOptions(deployment.spec, deployment.name, render.options);
-  const serving = deployment.spec.roles.find((r) => r.kind === "server") ?? deployment.spec.roles[0];
-  const service = serving
-    ? observed.services.find((s) => s.metadata?.name === roleServiceName(deployment.name, serving.name))
-    : undefined;
-  const clusterIP = service?.spec?.clusterIP;
-  const endpoint = clusterIP && clusterIP !== "None" ? `http://${clusterIP}:${options.enginePort}` : undefined;
+  let endpoint: string | undefined;
+  if (deployment.spec.router) {
+    const ip = clusterIpOf(observed.services.find((s) => s.metadata?.name === routerServiceName(deployment.name)));
+    endpoint = ip ? `http://${ip}:${options.routerPort}` : undefined;
+  } else {
+    const serving = deployment.spec.roles.find((r) => r.kind === "server") ?? deployment.spec.roles[0];
+    const ip = serving
+      ? clusterIpOf(observed.services.find((s) => s.metadata?.name === roleServiceName(deployment.name, serving.name)))
+      : undefined;
+    endpoint = ip ? `http://${ip}:${options.enginePort}` : undefined;
+  }
+  const router = routerReadiness(render, observed, routerAcks ?? new Map(), pushError);
 
-  const ready = allReady && !applyError && endpoint !== undefined && !deleting;
+  const ready = allReady && (router?.ready ?? true) && !applyError && !pushError && endpoint !== undefined && !deleting;
   const unschedulable = problems.find((p) => p.reason === "InsufficientGPU" || p.reason === "Unschedulable");
   const firstProblem = problems[0];
   const phase: DeploymentStatus["phase"] = deleting
     ? "Deleting"
     : ready
       ? "Ready"
-      : firstProblem || applyError
+      : firstProblem || applyError || pushError
         ? "Degraded"
         : "Starting";
   const notReadyWhy = applyError
     ? { reason: "ApplyFailed", message: applyError }
-    : (firstProblem ?? { reason: "WeightsLoading", message: "instances are starting" });
+    : (firstProblem ??
+      (pushError
+        ? { reason: "EndpointPushFailed", message: pushError }
+        : allReady && router && !router.ready
+          ? { reason: router.reason, message: router.message }
+          : { reason: "WeightsLoading", message: "instances are starting" }));
   const counts = roles.map((r) => `${r.name} ${r.ready}/${r.desired} ready`).join(", ");
 
   const conditions: Condition[] = [
@@ -127,6 +184,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     allReady
       ? condition("RolesReady", "True", "AllRolesReady", counts)
       : condition("RolesReady", "False", notReadyWhy.reason, `${counts}; ${notReadyWhy.message}`),
+    ...(router ? [condition("RouterReady", router.ready ? "True" : "False", router.reason, router.message)] : []),
     allUpdated
       ? condition("UpToDate", "True", "AllUpdated", `every instance runs generation ${generation}`)
       : condition("UpToDate", "False", "RollingUpdate", "instances are being replaced one per role at a time"),

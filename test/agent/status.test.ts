@@ -1,9 +1,12 @@
 // computeStatus (pure): phase, per-role instance counts, endpoint and specific "why not ready"
 // conditions, from observed pods only.
 import { describe, expect, it } from "vitest";
+import { buildEndpointList, endpointsHash, routerAckKey } from "../../src/agent/router-endpoint-list.ts";
 import { computeStatus } from "../../src/agent/status.ts";
+import type { Observed } from "../../src/agent/observe.ts";
+import type { RenderInput } from "../../k8s/render/index.ts";
 import type { DeploymentStatus } from "../../src/domain/deployment-spec.ts";
-import { aggregated, observed, type PodState } from "./support.ts";
+import { aggregated, disaggregated, merged, observed, type PodState, withRouter } from "./support.ts";
 
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 const conditionOf = (status: DeploymentStatus, type: string) => status.conditions?.find((c) => c.type === type);
@@ -79,5 +82,103 @@ describe("computeStatus", () => {
     const status = computeStatus({ render: input, deleting: true, observed: observed(input, ["terminating"]), now: NOW });
     expect(status.phase).toBe("Deleting");
     expect(status.roles?.[0]).toMatchObject({ ready: 0, draining: 1 });
+  });
+});
+
+describe("computeStatus with a router", () => {
+  const routed = (replicas: number, kind: "builtin" | "sglang-gateway" = "builtin") => aggregated(replicas, { router: { kind } });
+  /** Every Ready router pod acknowledged the list the observed engine pods give. */
+  const ackedAll = (input: RenderInput, cluster: Observed) => {
+    const hash = endpointsHash({ endpoints: buildEndpointList(input, cluster.pods) });
+    return new Map(cluster.routerPods.map((pod) => [routerAckKey(pod), hash]));
+  };
+
+  it("the endpoint is the router Service, and Ready waits until the router pods acknowledged the endpoints", () => {
+    const input = routed(2);
+    const cluster = withRouter(input, observed(input, ["ready", "ready"]));
+    const before = computeStatus({ render: input, deleting: false, observed: cluster, now: NOW });
+    expect(before.endpoint).toBe("http://127.0.200.9:8080");
+    expect(before.phase).toBe("Starting");
+    expect(conditionOf(before, "RolesReady")?.status).toBe("True");
+    expect(conditionOf(before, "RouterReady")).toMatchObject({ status: "False", reason: "EndpointsNotPushed" });
+    expect(conditionOf(before, "Ready")).toMatchObject({ status: "False", reason: "EndpointsNotPushed" });
+
+    const after = computeStatus({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
+    expect(after.phase).toBe("Ready");
+    expect(conditionOf(after, "RouterReady")).toMatchObject({ status: "True", reason: "RouterReady" });
+    expect(conditionOf(after, "Ready")?.message).toBe("serving at http://127.0.200.9:8080");
+  });
+
+  it("an acknowledgement of an older list does not count", () => {
+    const input = routed(2);
+    const one = withRouter(input, observed(input, ["ready", "starting"]));
+    const acks = ackedAll(input, one);
+    const two = withRouter(input, observed(input, ["ready", "ready"]));
+    const status = computeStatus({ render: input, deleting: false, observed: two, routerAcks: acks, now: NOW });
+    expect(status.phase).toBe("Starting");
+    expect(conditionOf(status, "RouterReady")).toMatchObject({ status: "False", reason: "EndpointsNotPushed", message: "router 1/1 ready; 0/1 router pods hold the current endpoints" });
+  });
+
+  it.each<[string, Parameters<typeof withRouter>[2], string]>([
+    ["the router Deployment has no ready replica", { readyReplicas: 0, pods: ["starting"] }, "RouterStarting"],
+    ["the router Deployment is not observed", { pods: [] }, "RouterStarting"],
+  ])("not Ready while %s", (_name, state, reason) => {
+    const input = routed(1);
+    const cluster = withRouter(input, observed(input, ["ready"]), state);
+    if (state?.pods?.length === 0) cluster.deployments = [];
+    const status = computeStatus({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
+    expect(status.phase).toBe("Starting");
+    expect(conditionOf(status, "RouterReady")).toMatchObject({ status: "False", reason });
+    expect(conditionOf(status, "Ready")).toMatchObject({ status: "False", reason });
+  });
+
+  it("a failed push is Degraded, never Ready", () => {
+    const input = routed(1);
+    const cluster = withRouter(input, observed(input, ["ready"]));
+    const status = computeStatus({
+      render: input,
+      deleting: false,
+      observed: cluster,
+      routerAcks: ackedAll(input, cluster),
+      pushError: "router endpoint push failed: chat-router-abc-0: 401",
+      now: NOW,
+    });
+    expect(status.phase).toBe("Degraded");
+    expect(conditionOf(status, "RouterReady")).toMatchObject({ status: "False", reason: "EndpointPushFailed" });
+    expect(conditionOf(status, "Ready")).toMatchObject({ status: "False", reason: "EndpointPushFailed" });
+  });
+
+  it("no router Service ClusterIP: no endpoint, not Ready", () => {
+    const input = routed(1);
+    const cluster = withRouter(input, observed(input, ["ready"]));
+    cluster.services = cluster.services.filter((s) => s.metadata?.name !== "chat");
+    const status = computeStatus({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
+    expect(status.endpoint).toBeUndefined();
+    expect(status.phase).not.toBe("Ready");
+  });
+
+  it("an external router is ready on its Deployment's readiness alone (it discovers pods itself)", () => {
+    const input = routed(1, "sglang-gateway");
+    const status = computeStatus({ render: input, deleting: false, observed: withRouter(input, observed(input, ["ready"])), now: NOW });
+    expect(status.phase).toBe("Ready");
+    expect(conditionOf(status, "RouterReady")).toMatchObject({ status: "True", message: "router 1/1 ready" });
+  });
+
+  it("without a router there is no RouterReady condition", () => {
+    const input = aggregated(1);
+    const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready"]), now: NOW });
+    expect(conditionOf(status, "RouterReady")).toBeUndefined();
+  });
+
+  it("PD: counts per role, Ready through the router", () => {
+    const input = disaggregated("vllm", 1, 2);
+    const cluster = withRouter(input, merged(observed(input, ["ready"], { role: "prefill" }), observed(input, ["ready", "starting"], { role: "decode" })));
+    const status = computeStatus({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
+    expect(status.roles).toEqual([
+      { name: "prefill", kind: "prefill", desired: 1, ready: 1, updated: 1, draining: 0 },
+      { name: "decode", kind: "decode", desired: 2, ready: 1, updated: 2, draining: 0 },
+    ]);
+    expect(status.phase).toBe("Starting");
+    expect(status.endpoint).toBe("http://127.0.200.9:8080");
   });
 });

@@ -1,8 +1,9 @@
-// Builders for the agent's pure tests: a render input and observed pods in given states.
-import type { V1Pod, V1Service } from "@kubernetes/client-node";
-import { renderInstancePods, renderRoleService, type RenderInput } from "../../k8s/render/index.ts";
+// Builders for the agent's pure tests: a render input and observed pods in given states, and
+// the router's objects as the cluster would hold them.
+import type { V1ConfigMap, V1Deployment, V1Pod, V1Role, V1RoleBinding, V1Secret, V1Service, V1ServiceAccount } from "@kubernetes/client-node";
+import { renderInstancePods, renderRoleService, renderRouterObjects, type RenderInput, type RouterObject } from "../../k8s/render/index.ts";
 import { applySpecDefaults, type DeploymentSpecInput } from "../../src/domain/deployment-spec.ts";
-import type { Observed } from "../../src/agent/observe.ts";
+import { emptyObserved, type Observed } from "../../src/agent/observe.ts";
 
 export const aggregated = (replicas: number, overrides: Partial<DeploymentSpecInput> = {}): RenderInput => ({
   deployment: {
@@ -20,14 +21,26 @@ export const aggregated = (replicas: number, overrides: Partial<DeploymentSpecIn
   options: { routerImage: "ghcr.io/berth/berth:0.1.0" },
 });
 
+/** A prefill/decode deployment with the builtin router. */
+export const disaggregated = (engine: "vllm" | "sglang", prefill: number, decode: number): RenderInput =>
+  aggregated(0, {
+    engine: engine === "vllm" ? { name: "vllm", image: "vllm/vllm-openai:v0.11.0" } : { name: "sglang", image: "lmsysorg/sglang:v0.5.4" },
+    router: { kind: "builtin" },
+    roles: [
+      { name: "prefill", kind: "prefill", replicas: prefill, resources: { gpus: 1 } },
+      { name: "decode", kind: "decode", replicas: decode, resources: { gpus: 1 } },
+    ],
+  });
+
 export type PodState = "ready" | "starting" | "terminating" | "stale" | "unschedulable" | "imagepull" | "crashloop";
 
 /** The observed pod of instance `replica` in a state; `stale` carries another spec hash. */
-export function observedPod(input: RenderInput, replica: number, state: PodState = "ready"): V1Pod {
-  const pod = structuredClone(renderInstancePods(input, "main", replica)[0]!);
-  pod.metadata!.uid = `uid-${replica}`;
+export function observedPod(input: RenderInput, replica: number, state: PodState = "ready", role = "main"): V1Pod {
+  const pod = structuredClone(renderInstancePods(input, role, replica)[0]!);
+  pod.metadata!.uid = role === "main" ? `uid-${replica}` : `uid-${role}-${replica}`;
   const readyCondition = { type: "Ready", status: state === "ready" || state === "stale" ? "True" : "False" };
-  pod.status = { phase: "Running", conditions: [readyCondition] };
+  const ip = `127.0.${role === "main" ? 1 : role === "prefill" ? 2 : 3}.${replica + 1}`;
+  pod.status = { phase: "Running", podIP: ip, conditions: [readyCondition] };
   if (state === "stale") pod.metadata!.labels!["berth.dev/spec-hash"] = "0000000000000000";
   if (state === "terminating") pod.metadata!.deletionTimestamp = new Date("2026-01-01T00:00:00Z");
   if (state === "unschedulable") {
@@ -64,14 +77,119 @@ export function observedPod(input: RenderInput, replica: number, state: PodState
   return pod;
 }
 
-/** `states[i]` is replica i's pod; null leaves that replica missing. */
-export function observed(input: RenderInput, states: Array<PodState | null>, options: { clusterIP?: string; namespace?: boolean } = {}): Observed {
-  const service: V1Service = structuredClone(renderRoleService(input, "main"));
-  service.metadata!.uid = "uid-svc";
+/** `states[i]` is replica i's pod of `role`; null leaves that replica missing. */
+export function observed(
+  input: RenderInput,
+  states: Array<PodState | null>,
+  options: { clusterIP?: string; namespace?: boolean; role?: string } = {},
+): Observed {
+  const role = options.role ?? "main";
+  const service: V1Service = structuredClone(renderRoleService(input, role));
+  service.metadata!.uid = `uid-svc-${role}`;
   service.spec!.clusterIP = options.clusterIP ?? "127.0.200.7";
   return {
-    namespaceExists: options.namespace ?? true,
-    pods: states.flatMap((state, replica) => (state ? [observedPod(input, replica, state)] : [])),
+    ...emptyObserved(options.namespace ?? true),
+    pods: states.flatMap((state, replica) => (state ? [observedPod(input, replica, state, role)] : [])),
     services: options.namespace === false ? [] : [service],
+  };
+}
+
+/** Two observations of the same deployment as one (e.g. a prefill and a decode role). */
+export function merged(a: Observed, b: Observed): Observed {
+  return {
+    namespaceExists: a.namespaceExists && b.namespaceExists,
+    pods: [...a.pods, ...b.pods],
+    services: [...a.services, ...b.services],
+    routerPods: [...a.routerPods, ...b.routerPods],
+    deployments: [...a.deployments, ...b.deployments],
+    configMaps: [...a.configMaps, ...b.configMaps],
+    secrets: [...a.secrets, ...b.secrets],
+    serviceAccounts: [...a.serviceAccounts, ...b.serviceAccounts],
+    roles: [...a.roles, ...b.roles],
+    roleBindings: [...a.roleBindings, ...b.roleBindings],
+  };
+}
+
+export interface RouterState {
+  /** Ready replicas the router Deployment reports (default: its declared count). */
+  readyReplicas?: number;
+  /** States of the router pods (default: one ready pod). */
+  pods?: Array<"ready" | "starting" | "terminating">;
+  /** The admin-token Secret exists (default true). */
+  secret?: boolean;
+  /** The observed Deployment carries another spec hash. */
+  drifted?: boolean;
+  /** The router Service's ClusterIP (default 127.0.200.9). */
+  clusterIP?: string;
+}
+
+export const ROUTER_TOKEN = "router-admin-token-0123456789";
+
+/** `base` plus the router's objects as applied and running. */
+export function withRouter(input: RenderInput, base: Observed, state: RouterState = {}): Observed {
+  const objects = renderRouterObjects(input).map((o) => structuredClone(o) as RouterObject);
+  const out = { ...base, services: [...base.services], deployments: [...base.deployments], configMaps: [...base.configMaps] };
+  for (const object of objects) {
+    object.metadata!.uid = `uid-${object.kind!.toLowerCase()}`;
+    switch (object.kind) {
+      case "ConfigMap":
+        out.configMaps.push(object as V1ConfigMap);
+        break;
+      case "Service":
+        (object as V1Service).spec!.clusterIP = state.clusterIP ?? "127.0.200.9";
+        out.services.push(object as V1Service);
+        break;
+      case "Deployment": {
+        const deployment = object as V1Deployment;
+        if (state.drifted) deployment.metadata!.labels!["berth.dev/spec-hash"] = "0000000000000000";
+        const replicas = deployment.spec!.replicas!;
+        deployment.status = { replicas, readyReplicas: state.readyReplicas ?? replicas };
+        out.deployments.push(deployment);
+        break;
+      }
+      case "ServiceAccount":
+        out.serviceAccounts = [...base.serviceAccounts, object as V1ServiceAccount];
+        break;
+      case "Role":
+        out.roles = [...base.roles, object as V1Role];
+        break;
+      case "RoleBinding":
+        out.roleBindings = [...base.roleBindings, object as V1RoleBinding];
+        break;
+    }
+  }
+  const deployment = out.deployments.find((d) => d.metadata?.labels?.["berth.dev/component"] === "router");
+  out.routerPods = (state.pods ?? ["ready"]).map((podState, i) => routerPod(deployment!, i, podState));
+  if ((state.secret ?? true) && input.deployment.spec.router?.kind === "builtin") {
+    const secret: V1Secret = {
+      metadata: {
+        name: `${input.deployment.name}-router-admin`,
+        namespace: `berth-${input.deployment.projectName}`,
+        uid: "uid-secret",
+        labels: { "app.kubernetes.io/managed-by": "berth-agent", "berth.dev/deployment-id": input.deployment.id },
+      },
+      data: { token: Buffer.from(ROUTER_TOKEN).toString("base64") },
+    };
+    out.secrets = [...base.secrets, secret];
+  }
+  return out;
+}
+
+function routerPod(deployment: V1Deployment, index: number, state: "ready" | "starting" | "terminating"): V1Pod {
+  return {
+    metadata: {
+      name: `${deployment.metadata!.name}-abc-${index}`,
+      namespace: deployment.metadata!.namespace,
+      uid: `uid-router-${index}`,
+      labels: { ...deployment.spec!.template.metadata!.labels },
+      ...(state === "terminating" ? { deletionTimestamp: new Date("2026-01-01T00:00:00Z") } : {}),
+    },
+    spec: deployment.spec!.template.spec!,
+    status: {
+      phase: "Running",
+      podIP: `127.0.9.${index + 1}`,
+      conditions: [{ type: "Ready", status: state === "starting" ? "False" : "True" }],
+      containerStatuses: [{ name: "router", image: "x", imageID: "", ready: state !== "starting", restartCount: 0 }],
+    },
   };
 }
