@@ -10,6 +10,11 @@ import { systemClock } from "../domain/clock.ts";
 const USAGE = "usage: berth agent --api URL --token ba_… [--kubeconfig FILE] [--router-image IMAGE]";
 
 export async function run(args: string[]): Promise<void> {
+  // `berth agent install …` prints manifests and exits: it needs no API or cluster connection.
+  if (args[0] === "install") {
+    const { processIo, runAgentInstall } = await import("./agent-install.ts");
+    process.exit(await runAgentInstall(args.slice(1), processIo));
+  }
   const { values } = parseArgs({
     args,
     options: {
