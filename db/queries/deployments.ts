@@ -56,6 +56,11 @@ export async function lockDeployment(db: Db, id: string): Promise<DeploymentRow 
   return row;
 }
 
+/** Every deployment of a cluster, row-locked (inside a transaction). */
+export async function lockClusterDeployments(db: Db, clusterId: string): Promise<DeploymentRow[]> {
+  return db.select().from(deployments).where(eq(deployments.clusterId, clusterId)).orderBy(deployments.id).for("update");
+}
+
 export interface DeploymentFilter {
   projectId?: string;
   phase?: string;

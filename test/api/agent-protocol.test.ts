@@ -162,6 +162,33 @@ describe.each(DRIVERS)("agent protocol on %s", (driver) => {
     return api.call("POST", "/v1/deployments", { body: deploymentBody(name, { projectId: api.defaultProjectId, spec }) });
   }
 
+  it("turns its deployments' Ready Unknown while the cluster is silent, until the agent reports again", async () => {
+    const ready = {
+      phase: "Ready",
+      observedGeneration: 1,
+      endpoint: "http://10.0.0.7:8000",
+      conditions: [{ type: "Ready", status: "True", reason: "Ready", message: "serving", observedGeneration: 1, lastTransitionTime: api.clock.now().toISOString() }],
+    };
+    await asAgent("POST", "/v1/agent/heartbeat", beat());
+    expect((await asAgent("PUT", `/v1/deployments/${waiting}/status`, ready)).status).toBe(200);
+    api.clock.advance(31_000);
+    const ctx = { db: api.database.db, clock: api.clock, config: DEFAULT_APP_CONFIG };
+    expect(await sweepClusters({ ctx })).toBe(1);
+    const silent = (await api.call("GET", `/v1/deployments/${waiting}`)).body;
+    expect(silent.status.phase).toBe("Ready");
+    expect(silent.status.endpoint).toBe("http://10.0.0.7:8000");
+    expect(silent.status.conditions).toEqual([
+      expect.objectContaining({ type: "Ready", status: "Unknown", reason: "ClusterDisconnected", observedGeneration: 1, lastTransitionTime: api.clock.now().toISOString() }),
+    ]);
+    expect(silent.status.message).toMatch(/^cluster main has not reported since .+; the rest of this status is its last observation$/);
+    // The change reaches the agent's long-poll like any other, so it re-sends what it observes.
+    const changed = (await asAgent("GET", `/v1/agent/desired?since=${silent.resourceVersion - 1}`)).body.items;
+    expect(changed.map((i: { deployment: { id: string } }) => i.deployment.id)).toContain(waiting);
+    await asAgent("POST", "/v1/agent/heartbeat", beat());
+    expect((await asAgent("PUT", `/v1/deployments/${waiting}/status`, ready)).status).toBe(200);
+    expect((await api.call("GET", `/v1/deployments/${waiting}`)).body.status.conditions[0].status).toBe("True");
+  });
+
   it("refuses user keys on agent routes", async () => {
     expect((await api.call("GET", "/v1/agent/desired")).status).toBe(403);
     expect((await api.call("POST", "/v1/agent/heartbeat", { body: beat() })).status).toBe(403);
