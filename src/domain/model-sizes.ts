@@ -1,6 +1,8 @@
 // Model size facts the perf model needs (parameters, layers, KV heads, head dim, dtype), a small
 // catalogue of reference architectures, and the mapping from a served model *name* to one of them.
-// Only the name is known to the simulator, so the mapping is deliberately simple (see sizeClassForModel).
+// Only the name is known to the simulator, so the mapping is deliberately simple (see sizeClassForModel);
+// a name the model catalogue (model-catalog.ts) knows gets that model's own architecture instead.
+import { DTYPE_BYTES, findCatalogModel, modelWeightBytes, type ModelArchitecture, type ModelDtype } from "./model-catalog.ts";
 
 export interface ModelFacts {
   /** The reference architecture the numbers were taken from (or derived from). */
@@ -21,6 +23,12 @@ export interface ModelFacts {
   kvDtypeBytes: number;
   /** The model's own context length (what `max_model_len` defaults to). */
   maxModelLen: number;
+  /** MLA models: width of the one latent cached per token and layer (replaces 2 × kvHeads × headDim). */
+  mlaLatentDim?: number;
+  /** Model width, for tensor-parallel all-reduce volume; absent means queryHeads × headDim. */
+  hiddenSize?: number;
+  /** Matmul precision: `fp8` runs at the GPU's FP8 rate where it has one, anything else at BF16. */
+  computeDtype?: "bf16" | "fp8";
 }
 
 type Architecture = Omit<ModelFacts, "dtypeBytes" | "kvDtypeBytes">;
@@ -126,7 +134,38 @@ export interface ModelPrecision {
   kvCacheBytes?: number;
 }
 
+/**
+ * Perf-model facts of a catalogue (or user-described) architecture in a dtype. Bytes per weight
+ * come from the checkpoint size for mixed formats (MXFP4 experts beside BF16 attention), so that
+ * weights ÷ GPUs is what the engine loads.
+ */
+export function modelFactsFromArchitecture(arch: ModelArchitecture, dtype: ModelDtype = arch.defaultDtype, kvCacheBytes = 2): ModelFacts {
+  return {
+    sizeClass: arch.id,
+    totalParamsB: arch.totalParamsB,
+    activeParamsB: arch.activeParamsB,
+    layers: arch.layers,
+    queryHeads: arch.attentionHeads,
+    kvHeads: arch.attention === "MLA" ? 1 : arch.kvHeads,
+    headDim: arch.headDim,
+    dtypeBytes: modelWeightBytes(arch, dtype) / (arch.totalParamsB * 1e9),
+    kvDtypeBytes: kvCacheBytes,
+    maxModelLen: arch.maxContext,
+    ...(arch.kvLatentDim !== undefined && { mlaLatentDim: arch.kvLatentDim }),
+    hiddenSize: arch.hiddenSize,
+    computeDtype: dtype === "fp8" ? "fp8" : "bf16",
+  };
+}
+
 export function modelFactsForName(name: string, precision: ModelPrecision = {}): ModelFacts {
+  const known = findCatalogModel(name);
+  if (known) {
+    // A quantized checkpoint loads as published whatever `--dtype` says; only an FP8
+    // quantization flag makes a BF16 checkpoint smaller.
+    const quantized = precision.weightBytes !== undefined && precision.weightBytes <= DTYPE_BYTES.fp8;
+    const dtype: ModelDtype = known.defaultDtype === "bfloat16" && quantized ? "fp8" : known.defaultDtype;
+    return modelFactsFromArchitecture(known, dtype, precision.kvCacheBytes ?? 2);
+  }
   const arch = sizeClassForModel(name);
   const dtypeBytes = precision.weightBytes ?? 2;
   return { ...arch, dtypeBytes, kvDtypeBytes: precision.kvCacheBytes ?? 2 };

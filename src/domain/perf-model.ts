@@ -28,11 +28,13 @@ import type { ModelFacts } from "./model-sizes.ts";
  * - `perSequenceOverheadMs` 0.02: per-sequence bookkeeping in a step, so a step always grows with
  *   the batch even before KV reads or compute show it.
  * - `computeEfficiency` 0.5: model-FLOPs utilisation of prefill (compute-bound matmuls with
- *   FlashAttention). Not fitted to a published figure; it sets TTFT of long prompts, and matches
- *   InferenceBench's H100 TTFT p50 of 14 ms for short chat prompts only loosely (short prompts are
- *   bandwidth-bound here).
+ *   FlashAttention). Confirmed by a grid fit (0.25…0.5) against NVIDIA's AIConfigurator silicon
+ *   sweep of vLLM Llama-3.1-70B FP8 on H100 (45 TTFT/TPOT rows, bench/planner.ts "calibration"),
+ *   which 0.5 fits best; it sets TTFT of long prompts.
  * - `tpAllReduceUs` 15: two all-reduces per layer under tensor parallelism (fitted with the 70B TP4
- *   figure above; NVLink latency-bound).
+ *   figure above; NVLink latency-bound). Their volume is added on top at the GPU's link bandwidth
+ *   (a ring all-reduce moves 2 × (tp − 1) / tp of the activations per GPU), which only matters
+ *   for prefill chunks and for PCIe-only GPUs.
  * - `activationReserveGb` 2: memory the profiler keeps for activations and CUDA graphs per GPU.
  */
 export interface Calibration {
@@ -96,9 +98,19 @@ export function weightBytes(model: ModelFacts): number {
   return model.totalParamsB * 1e9 * model.dtypeBytes;
 }
 
-/** KV bytes per token for the whole model: K and V for every layer and KV head. */
+/**
+ * KV bytes per token for the whole model. MHA/GQA: K and V for every layer and KV head. MLA
+ * (DeepSeek): one compressed latent of `mlaLatentDim` (kv_lora_rank + rope dims) per layer, which
+ * is why a 671B model caches less per token than an 8B one.
+ */
 export function kvBytesPerToken(model: ModelFacts): number {
+  if (model.mlaLatentDim !== undefined) return model.layers * model.mlaLatentDim * model.kvDtypeBytes;
   return 2 * model.layers * model.kvHeads * model.headDim * model.kvDtypeBytes;
+}
+
+/** Peak dense matmul rate the model runs at on this GPU: FP8 for FP8 weights where the GPU has FP8 tensor cores. */
+export function peakTflops(model: ModelFacts, gpu: GpuFacts): number {
+  return model.computeDtype === "fp8" && gpu.fp8Tflops !== null ? gpu.fp8Tflops : gpu.bf16Tflops;
 }
 
 export function createPerfModel(input: {
@@ -114,8 +126,10 @@ export function createPerfModel(input: {
   const pp = Math.max(1, shape.pipelineParallel);
   // Under TP each GPU holds ceil(kvHeads / tp) heads (heads are replicated once tp > kvHeads);
   // under PP each GPU holds layers / pp of them.
+  // An MLA latent is not split by heads: every TP rank caches the whole latent.
   const headsPerGpu = Math.ceil(model.kvHeads / tp);
-  const kvBytesPerTokenRead = 2 * model.layers * headsPerGpu * model.headDim * model.kvDtypeBytes;
+  const kvBytesPerTokenRead =
+    model.mlaLatentDim !== undefined ? kvBytesPerToken(model) : 2 * model.layers * headsPerGpu * model.headDim * model.kvDtypeBytes;
   const kvBytesPerTokenPerGpu = kvBytesPerTokenRead / pp;
   const weightBytesPerGpu = weightBytes(model) / (tp * pp);
   const usable = gpu.memoryGb * GIB * shape.gpuMemoryUtilization;
@@ -133,7 +147,7 @@ export function createPerfModel(input: {
     kvCapacityTokens: kvBlocks * shape.blockSize,
     kvBlocks,
     fits: kvBlocks > 0,
-    prefillTokensPerSecond: (gpu.bf16Tflops * 1e12 * tp * calibration.computeEfficiency) / (2 * model.activeParamsB * 1e9),
+    prefillTokensPerSecond: (peakTflops(model, gpu) * 1e12 * tp * calibration.computeEfficiency) / (2 * model.activeParamsB * 1e9),
   };
 }
 
@@ -190,13 +204,20 @@ export function stepTimeMs(perf: PerfModel, step: StepShape): number {
   if (tokens === 0) return 0;
   const { model, gpu, calibration } = perf;
   const tp = Math.max(1, perf.shape.tensorParallel);
-  const attention = 4 * model.layers * model.queryHeads * model.headDim * (step.prefillAttention + step.decodeContextTokens);
+  // Attention: QKᵀ and AV, 2 FLOPs per multiply-add, per query head and attended pair. MLA
+  // attends in the latent space (absorbed weights), so its width is the latent's.
+  const attentionWidth = model.mlaLatentDim ?? model.headDim;
+  const attention = 4 * model.layers * model.queryHeads * attentionWidth * (step.prefillAttention + step.decodeContextTokens);
   const flops = 2 * model.activeParamsB * 1e9 * tokens + attention;
-  const computeMs = (flops / (gpu.bf16Tflops * 1e12 * tp * calibration.computeEfficiency)) * 1e3;
+  const computeMs = (flops / (peakTflops(model, gpu) * 1e12 * tp * calibration.computeEfficiency)) * 1e3;
   const weightsRead = (weightBytes(model) * weightFractionRead(model, tokens)) / tp;
   const kvRead = perf.kvBytesPerTokenRead * (step.decodeContextTokens + step.prefillContextTokens);
   const memoryMs = ((weightsRead + kvRead) / (gpu.hbmBandwidthGBs * 1e9 * calibration.memoryEfficiency)) * 1e3;
-  const allReduceMs = tp > 1 ? (2 * model.layers * calibration.tpAllReduceUs) / 1000 : 0;
+  // Two all-reduces per layer (after attention and after the MLP) of tokens × hidden BF16 values.
+  const hidden = model.hiddenSize ?? model.queryHeads * model.headDim;
+  const allReduceBytes = ((2 * (tp - 1)) / tp) * tokens * hidden * 2;
+  const allReduceMs =
+    tp > 1 ? 2 * model.layers * (calibration.tpAllReduceUs / 1000 + (allReduceBytes / (gpu.interconnect.bandwidthGBs * 1e9)) * 1e3) : 0;
   const sequences = step.prefillSequences + step.decodeSequences;
   return calibration.stepOverheadMs + calibration.perSequenceOverheadMs * sequences + Math.max(computeMs, memoryMs) + allReduceMs;
 }

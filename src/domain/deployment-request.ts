@@ -1,0 +1,90 @@
+// A deployment request (issue #8): model + workload + SLA + hardware bounds in, a ranked list of
+// generated deployment specs out. This module owns the request's schema with its defaults and the
+// shape of a plan; planner.ts computes plans. Field names follow DESIGN §3 and the issue text.
+import { z } from "zod";
+import { GpuType, isDns1035Label, strictObject } from "./deployment-spec.ts";
+import { isId } from "./ids.ts";
+import { HfArchitectureInput } from "./model-catalog.ts";
+
+const ms = (what: string) => z.number().positive().max(3_600_000).describe(what);
+
+export const RequestModel = strictObject({
+  name: z.string().min(1).max(256).describe("Hugging Face model id; also the served name of the generated deployment."),
+  architecture: HfArchitectureInput.optional().describe("config.json fields, required when the catalogue does not know `name`."),
+});
+
+export const Workload = strictObject({
+  inputTokens: z.number().int().min(1).max(1_048_576).default(4000).describe("Prompt tokens per request; defaults to 4000."),
+  outputTokens: z.number().int().min(1).max(1_048_576).default(1000).describe("Generated tokens per request; defaults to 1000."),
+  requestsPerSecond: z.number().positive().max(1_000_000).optional().describe("Arrival rate to serve within the SLA."),
+  concurrency: z.number().int().min(1).max(10_000_000).optional().describe("Requests in flight to serve within the SLA."),
+});
+export type Workload = z.infer<typeof Workload>;
+
+export const LatencySla = strictObject({
+  ttftMs: ms("Mean time to first token, ms."),
+  itlMs: ms("Mean inter-token latency, ms."),
+});
+export const EndToEndSla = strictObject({ e2eMs: ms("Mean end-to-end request latency, ms.") });
+export const OptimizeSla = strictObject({
+  optimize: z.enum(["latency", "throughput"]).describe("No bound: favour low latency (replicas near their batch-1 speed) or throughput per GPU (full batches)."),
+});
+export const Sla = z
+  .union([LatencySla, EndToEndSla, OptimizeSla], { error: "must be exactly one of { ttftMs, itlMs }, { e2eMs } or { optimize }" })
+  .describe("Service-level objective; defaults to { ttftMs: 2000, itlMs: 30 }.");
+export type Sla = z.infer<typeof Sla>;
+
+export const Hardware = strictObject({
+  clusterId: z.string().refine((v) => isId("cluster", v), { error: "must be a cluster id (clu_…)" }).optional().describe("Plan against this cluster's free inventory."),
+  gpuType: GpuType.optional().describe("Only this GPU type; absent means every type available."),
+  maxGpus: z.number().int().min(1).max(100_000).optional().describe("Most GPUs the deployment may use."),
+});
+export type Hardware = z.infer<typeof Hardware>;
+
+export const RequestOverrides = strictObject({
+  image: z.string().min(1).max(512).regex(/^\S+$/).optional().describe("Engine image for the generated spec; defaults per engine."),
+  extraArgs: z.array(z.string().max(4096)).max(256).optional().describe("Appended to every generated role's engine arguments."),
+});
+
+export const DeploymentRequestInput = strictObject({
+  name: z.string().min(1).max(63).refine(isDns1035Label, { error: "must be a DNS-1035 label" }).describe("Name of the request, and of the deployment it generates."),
+  projectId: z.string().optional().describe("Project; implied by a project-bound key."),
+  model: RequestModel,
+  engine: z.enum(["auto", "vllm", "sglang"]).default("auto").describe("Engine to plan for; `auto` tries both."),
+  workload: Workload.default({ inputTokens: 4000, outputTokens: 1000 }),
+  sla: Sla.default({ ttftMs: 2000, itlMs: 30 }),
+  hardware: Hardware.default({}),
+  autoApply: z.boolean().default(false).describe("Create the first candidate's deployment as soon as planning is done."),
+  overrides: RequestOverrides.optional(),
+})
+  .describe("A deployment request: model, workload and SLA in, ranked deployment candidates out.")
+  .meta({ id: "DeploymentRequestInput" });
+/** As written by a user (defaults optional). */
+export type DeploymentRequestBody = z.input<typeof DeploymentRequestInput>;
+/** With every default filled in. */
+export type DeploymentRequest = z.output<typeof DeploymentRequestInput>;
+
+export const ShapeSummary = z
+  .object({
+    engine: z.enum(["vllm", "sglang"]),
+    gpuType: GpuType,
+    mode: z.enum(["aggregated", "disaggregated"]),
+    tensor: z.number().int().describe("TP of the server role, or of the decode role when disaggregated."),
+    pipeline: z.number().int(),
+    prefillTensor: z.number().int().optional().describe("TP of the prefill role (disaggregated)."),
+    replicas: z.number().int().optional().describe("Server (or decode) replicas, once sized."),
+    prefillReplicas: z.number().int().optional(),
+  })
+  .meta({ id: "PlanShape" });
+export type ShapeSummary = z.infer<typeof ShapeSummary>;
+
+export const Prediction = z
+  .object({
+    ttftMs: z.number(),
+    itlMs: z.number(),
+    outputTokensPerSecond: z.number().describe("Whole deployment."),
+    outputTokensPerSecondPerGpu: z.number(),
+    concurrencyPerReplica: z.number().describe("Requests in flight on each serving replica at the operating point."),
+  })
+  .meta({ id: "PlanPrediction" });
+export type Prediction = z.infer<typeof Prediction>;
