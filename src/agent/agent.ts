@@ -158,7 +158,8 @@ export function createAgent({
       options: { routerImage: config.routerImage },
     };
     const namespace = namespaceName(projectName);
-    const observed = await observeDeployment(kube, namespace, deployment.id);
+    const routerKinds = deleting || deployment.spec.router !== undefined;
+    const observed = await observeDeployment(kube, namespace, deployment.id, routerKinds);
     const actions = planDeployment({ render, deleting, observed });
     // Instances that retire (surplus, stale) are withdrawn from the builtin router first: their
     // deletes run only after every Ready router pod acknowledged them as draining.
@@ -186,7 +187,7 @@ export function createAgent({
       return true;
     }
     // Report what is observed after the writes, never what was intended.
-    const after: Observed = actions.length > 0 ? await observeDeployment(kube, namespace, deployment.id) : observed;
+    const after: Observed = actions.length > 0 ? await observeDeployment(kube, namespace, deployment.id, routerKinds) : observed;
     const status = computeStatus({
       render,
       deleting,

@@ -53,7 +53,12 @@ export const observedCount = (o: Observed) =>
   o.pods.length + o.services.length + o.routerPods.length + o.deployments.length + o.configMaps.length + o.secrets.length +
   o.serviceAccounts.length + o.roles.length + o.roleBindings.length;
 
-export async function observeDeployment(kube: Kube, namespace: string, deploymentId: string): Promise<Observed> {
+/**
+ * @param routerKinds also list the kinds only a router brings (Deployment, ConfigMap, Secret,
+ *   RBAC): needed when the spec has a router or the deployment is being deleted; skipped
+ *   otherwise, so a routerless pass costs two lists, not eight.
+ */
+export async function observeDeployment(kube: Kube, namespace: string, deploymentId: string, routerKinds = true): Promise<Observed> {
   try {
     await kube.core.readNamespace({ name: namespace });
   } catch (error) {
@@ -61,15 +66,16 @@ export async function observeDeployment(kube: Kube, namespace: string, deploymen
     throw error;
   }
   const q = { namespace, labelSelector: selectorOf(deploymentId) };
+  const none = Promise.resolve({ items: [] });
   const [pods, services, deployments, configMaps, secrets, serviceAccounts, roles, roleBindings] = await Promise.all([
     kube.core.listNamespacedPod(q),
     kube.core.listNamespacedService(q),
-    kube.apps.listNamespacedDeployment(q),
-    kube.core.listNamespacedConfigMap(q),
-    kube.core.listNamespacedSecret(q),
-    kube.core.listNamespacedServiceAccount(q),
-    kube.rbac.listNamespacedRole(q),
-    kube.rbac.listNamespacedRoleBinding(q),
+    routerKinds ? kube.apps.listNamespacedDeployment(q) : none,
+    routerKinds ? kube.core.listNamespacedConfigMap(q) : none,
+    routerKinds ? kube.core.listNamespacedSecret(q) : none,
+    routerKinds ? kube.core.listNamespacedServiceAccount(q) : none,
+    routerKinds ? kube.rbac.listNamespacedRole(q) : none,
+    routerKinds ? kube.rbac.listNamespacedRoleBinding(q) : none,
   ]);
   return {
     namespaceExists: true,
