@@ -434,7 +434,9 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
+    // The kernel's largest accept queue (somaxconn), as kube-apiserver's Go listener has: with
+    // Node's default of 511, a client opening thousands of connections at once got resets.
+    server.listen({ port: options.port ?? 0, host: options.host ?? "127.0.0.1", backlog: 65_535 }, () => resolve());
   });
   const bound = server.address() as AddressInfo;
   address = `${bound.address}:${bound.port}`;
