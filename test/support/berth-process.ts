@@ -1,7 +1,10 @@
 // A real `berth serve` process on a temporary data directory (PORT=0; its URL is read from
-// the listen log line), and a runner for one-shot `berth …` commands against it.
+// the listen log line), and a runner for one-shot `berth …` commands against it. A server can
+// also be given a data directory and a port, so a test can stop it and start it again as the
+// same installation at the same address.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -11,14 +14,41 @@ export const SERVE_ADMIN_TOKEN = "cli-admin-token-0123456789";
 export interface BerthServer {
   url: string;
   adminToken: string;
+  /** The BERTH_DATA_DIR it runs on. */
+  dataDir: string;
   child: ChildProcess;
+  /** SIGTERM, wait for the exit, then remove the data directory unless it is kept. */
   stop(): Promise<void>;
 }
 
-export async function startBerthServer(env: Record<string, string> = {}): Promise<BerthServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), "berth-live-"));
+export interface BerthServerOptions {
+  /** Run on this data directory (default: a new temporary one). A given directory is the caller's: never removed. */
+  dataDir?: string;
+  /** Listen on this port (default 0: any free one). */
+  port?: number;
+  /** Keep the temporary data directory after stop (default false). */
+  keepDataDir?: boolean;
+}
+
+/** A loopback port that was free a moment ago (for a server that must come back at the same address). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startBerthServer(env: Record<string, string> = {}, options: BerthServerOptions = {}): Promise<BerthServer> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "berth-live-"));
+  const removeDataDir = options.dataDir === undefined && !options.keepDataDir;
+  const port = String(options.port ?? 0);
   const child = spawn(process.execPath, [BERTH_BIN, "serve"], {
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "info", BERTH_DATA_DIR: dataDir, BERTH_ADMIN_TOKEN: SERVE_ADMIN_TOKEN, ...env },
+    env: { ...process.env, PORT: port, LOG_LEVEL: "info", BERTH_DATA_DIR: dataDir, BERTH_ADMIN_TOKEN: SERVE_ADMIN_TOKEN, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -29,7 +59,7 @@ export async function startBerthServer(env: Record<string, string> = {}): Promis
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     await exited;
-    rmSync(dataDir, { recursive: true, force: true });
+    if (removeDataDir) rmSync(dataDir, { recursive: true, force: true });
   };
   const url = await new Promise<string>((resolve, reject) => {
     const deadline = setTimeout(() => reject(new Error(`berth serve: no listen line in 60 s:\n${out}\n${err}`)), 60_000);
@@ -50,7 +80,7 @@ export async function startBerthServer(env: Record<string, string> = {}): Promis
     await stop();
     throw error;
   });
-  return { url, adminToken: SERVE_ADMIN_TOKEN, child, stop };
+  return { url, adminToken: SERVE_ADMIN_TOKEN, dataDir, child, stop };
 }
 
 export interface RunResult {
