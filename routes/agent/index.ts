@@ -2,7 +2,7 @@
 // deletion confirmation and agent events. Every route needs an agent credential.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { serviceContext, type AppEnv } from "../../src/api/env.ts";
+import { requestSignal, serviceContext, type AppEnv } from "../../src/api/env.ts";
 import { AUTH_PROBLEMS, BODY_PROBLEMS, bearerSecurity, jsonBody, jsonContent, problems } from "../../src/api/route-kit.ts";
 import { AgentEvent, Cluster, DesiredState, Heartbeat } from "../../src/domain/cluster.ts";
 import { confirmDeletion } from "../../src/services/agent/confirm-deletion.ts";
@@ -45,7 +45,7 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
     }),
     async (c) => {
       const { since, waitSeconds } = c.req.valid("query");
-      const state = await getDesiredState({ ctx: serviceContext(c), input: { since, waitSeconds, signal: c.req.raw.signal } });
+      const state = await getDesiredState({ ctx: serviceContext(c), input: { since, waitSeconds, signal: requestSignal(c) } });
       return c.json(state, 200);
     },
   );

@@ -7,6 +7,7 @@ import { namespaceName, resolveOptions } from "../../k8s/render/index.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { DesiredState } from "../domain/cluster.ts";
 import type { DeploymentStatus } from "../domain/deployment-spec.ts";
+import { CLUSTER_DISCONNECTED } from "../domain/unobserved-status.ts";
 import { type AgentApi, ApiError } from "./api-client.ts";
 import { applyActions } from "./apply.ts";
 import { computeInventory } from "./inventory.ts";
@@ -199,11 +200,15 @@ export function createAgent({
       pushError,
     });
     const body = JSON.stringify(status);
-    if (body !== state.lastSent) {
+    // The API marks a silent cluster's deployments Ready Unknown: once heard again, the agent
+    // re-sends what it observes even when that has not changed since its last write.
+    const markedByApi = deployment.status?.conditions?.some((c) => c.reason === CLUSTER_DISCONNECTED) ?? false;
+    if (body !== state.lastSent || markedByApi) {
       try {
         await api.putStatus(deployment.id, status, abort.signal);
         state.lastSent = body;
         state.lastStatus = status;
+        if (desired.get(key) === item) desired.set(key, { ...item, deployment: { ...deployment, status } });
       } catch (error) {
         // 404: the record is already gone (its tombstone is on the way); nothing to report to.
         if (!(error instanceof ApiError && error.status === 404)) throw error;

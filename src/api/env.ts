@@ -25,6 +25,8 @@ export interface AppDeps {
   checkDatabase(): Promise<void>;
   /** How webhooks resolve hosts and reach receivers (runtime-specific); absent = plain fetch, no pinning. */
   webhookTransport?: WebhookTransport;
+  /** Aborted when this instance begins to stop: long-polls answer at once instead of holding the close. */
+  shutdown?: AbortSignal;
 }
 
 export type AppEnv = {
@@ -38,6 +40,12 @@ export type AppEnv = {
 export function systemContext(c: Context<AppEnv>): SystemContext {
   const { db, clock, config, principals, webhookTransport } = c.get("deps");
   return { db, clock, config, principals, webhookTransport };
+}
+
+/** The request's abort signal, also aborted when the instance begins to stop. */
+export function requestSignal(c: Context<AppEnv>): AbortSignal {
+  const shutdown = c.get("deps").shutdown;
+  return shutdown ? AbortSignal.any([c.req.raw.signal, shutdown]) : c.req.raw.signal;
 }
 
 export function serviceContext(c: Context<AppEnv>): ServiceContext {

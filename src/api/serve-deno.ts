@@ -78,6 +78,7 @@ async function main(): Promise<void> {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
+    api.beginShutdown(); // long-polls and streams answer now, so shutdown() is not held by them
     await server.shutdown();
     await api.close();
     Deno.exit(0);

@@ -53,6 +53,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
       // server.close() waits for every open socket, and a keep-alive client that sends its next
       // request at once (the agent's long-poll) never lets one go: each now closes after its next answer.
       if ("maxRequestsPerSocket" in server) server.maxRequestsPerSocket = 1;
+      // Long-polls and event streams answer now rather than after their wait.
+      api.beginShutdown();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await api.close();
     },

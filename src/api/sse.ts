@@ -28,16 +28,18 @@ export function resumePoint(c: Context<AppEnv>, fromQuery: number | undefined): 
 }
 
 export function streamPolled(c: Context<AppEnv>, source: PolledStream): Response {
-  const { config, logger } = c.get("deps");
+  const { config, logger, shutdown } = c.get("deps");
   return streamSSE(c, async (stream) => {
     let after = source.after;
     let aborted = false;
     stream.onAbort(() => {
       aborted = true;
     });
+    // A stopping instance ends its streams (clients resume elsewhere with Last-Event-ID).
+    shutdown?.addEventListener("abort", () => (aborted = true), { once: true });
     let lastWrite = Date.now();
     await stream.write(`retry: ${config.streamPollMs * 2}\n\n`);
-    while (!aborted) {
+    while (!aborted && !shutdown?.aborted) {
       let batch: StreamItem[];
       try {
         batch = await source.poll(after);

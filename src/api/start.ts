@@ -45,6 +45,8 @@ export interface PreparedApi {
   database: Database;
   /** One webhook dispatch pass (the Deno entry's Deno.cron calls it). */
   dispatchOnce(): Promise<unknown>;
+  /** Ends long-polls and streams at once, so the server's close is not held by them. */
+  beginShutdown(): void;
   /** Stops housekeeping and the webhook dispatcher, and closes the database. */
   close(): Promise<void>;
 }
@@ -76,8 +78,10 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     collectDefaultMetrics: true,
     prefix: "berth_api_",
   });
+  const shutdown = new AbortController();
   const app = createApp({
     ...ctx,
+    shutdown: shutdown.signal,
     logger: runtime.logger,
     checkDatabase: () => database.ping(),
     metrics: { middleware: registerMetrics, handler: printMetrics },
@@ -99,7 +103,9 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     app,
     database,
     dispatchOnce: () => dispatchWebhooks({ ctx }),
+    beginShutdown: () => shutdown.abort(),
     close: async () => {
+      shutdown.abort();
       clearInterval(maintenance);
       await dispatcher.stop();
       await database.close();

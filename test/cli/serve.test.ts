@@ -118,6 +118,37 @@ describe("berth serve", () => {
     }
   }, 120_000);
 
+  it("exits at once on SIGTERM while an agent long-poll and an event stream are open", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "berth-serve-stop-"));
+    const admin = "stop-admin-token-0123456789";
+    const served = await serve({ BERTH_DATA_DIR: dir, BERTH_ADMIN_TOKEN: admin });
+    try {
+      const post = (path: string, body: unknown, token?: string) =>
+        fetch(served.url + path, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+          body: JSON.stringify(body),
+        }).then((r) => r.json());
+      const { joinToken } = await post("/v1/clusters", { name: "held" }, admin);
+      const { token } = await post("/v1/agent/register", { joinToken });
+      // A long-poll waiting 60 s and a stream that never ends on its own: neither may hold the exit.
+      const poll = fetch(`${served.url}/v1/agent/desired?since=1&waitSeconds=60`, { headers: { Authorization: `Bearer ${token}` } });
+      const stream = await fetch(`${served.url}/v1/events/stream`, { headers: { Authorization: `Bearer ${admin}` } });
+      expect(stream.status).toBe(200);
+      const reading = stream.text().catch(() => "");
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const started = Date.now();
+      expect(await stop(served)).toBe(0);
+      // Held by the long-poll it would take 60 s; the margin is for a loaded machine.
+      expect(Date.now() - started).toBeLessThan(20_000);
+      expect((await poll).status).toBe(200);
+      await reading;
+    } finally {
+      served.child.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it.each([
     [{ PORT: "not-a-port" }, /PORT/],
     [{ BERTH_ADMIN_TOKEN: "short" }, /BERTH_ADMIN_TOKEN: must be at least 16 characters/],
