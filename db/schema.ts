@@ -125,6 +125,34 @@ export const deployments = pgTable(
  * What remains of a deleted deployment, so readers that follow changes by
  * resourceVersion (watchers, the agents' `desired` long-poll) learn of the deletion.
  */
+/**
+ * Deployment requests (issue #8): the defaulted request (immutable) and its plan. Deleting a
+ * request keeps the deployment it created; deleting that deployment clears the link.
+ */
+export const deploymentRequests = pgTable(
+  "deployment_requests",
+  {
+    id: text("id").primaryKey(),
+    /** A request is a plan record: it goes with its project (whose deployments must be gone first). */
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    spec: json("spec").notNull(),
+    status: json("status").notNull(),
+    /** Denormalised status.phase. */
+    phase: text("phase").notNull(),
+    deploymentId: text("deployment_id").references(() => deployments.id, { onDelete: "set null" }),
+    resourceVersion,
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex("deployment_requests_project_name_key").on(t.projectId, t.name),
+    index("deployment_requests_created_idx").on(t.createdAt, t.id),
+    index("deployment_requests_project_created_idx").on(t.projectId, t.createdAt, t.id),
+  ],
+);
+
 export const deploymentTombstones = pgTable(
   "deployment_tombstones",
   {

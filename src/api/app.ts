@@ -6,7 +6,9 @@ import type { MiddlewareHandler } from "hono";
 import { requestId } from "hono/request-id";
 import { registerAgentRoutes } from "../../routes/agent/index.ts";
 import { registerApiKeyRoutes } from "../../routes/api-keys/index.ts";
+import { registerCatalogRoutes } from "../../routes/catalog/index.ts";
 import { registerClusterRoutes } from "../../routes/clusters/index.ts";
+import { registerDeploymentRequestRoutes } from "../../routes/deployment-requests/index.ts";
 import { registerDeploymentRoutes } from "../../routes/deployments/index.ts";
 import { registerEventRoutes } from "../../routes/events/index.ts";
 import { registerHealthRoutes } from "../../routes/health.ts";
@@ -70,6 +72,8 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   registerAgentRoutes(app);
   registerEventRoutes(app);
   registerWebhookRoutes(app);
+  registerDeploymentRequestRoutes(app);
+  registerCatalogRoutes(app);
   registerDispatchRoute(app);
   registerOpenApiDocument(app);
   registerApiReference(app, docsAssets);

@@ -32,6 +32,7 @@ user commands (BERTH_URL/BERTH_TOKEN or \`berth login\`; --help on each):
   clusters create|get|list        clusters and their join tokens
   webhooks list|create|delete|test
                                   webhook endpoints
+  plan -f FILE [--apply]          plan a deployment request and print the ranked candidates
 `;
 
 /** User commands, each in its own module, loaded only when run (so serve, router and sim-engine start fast). */
@@ -47,6 +48,7 @@ const USER_COMMANDS: Record<string, () => Promise<{ run(args: string[]): Promise
   keys: () => import("./commands/keys.ts"),
   clusters: () => import("./commands/clusters.ts"),
   webhooks: () => import("./commands/webhooks.ts"),
+  plan: () => import("./commands/plan.ts"),
 };
 
 /** Loaded on demand: `sim-engine` and `router` start many times at once and need none of it. */

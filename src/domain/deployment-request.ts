@@ -2,7 +2,7 @@
 // generated deployment specs out. This module owns the request's schema with its defaults and the
 // shape of a plan; planner.ts computes plans. Field names follow DESIGN §3 and the issue text.
 import { z } from "zod";
-import { GpuType, isDns1035Label, strictObject } from "./deployment-spec.ts";
+import { DeploymentSpecInput, GpuType, isDns1035Label, strictObject } from "./deployment-spec.ts";
 import { isId } from "./ids.ts";
 import { HfArchitectureInput } from "./model-catalog.ts";
 
@@ -88,3 +88,86 @@ export const Prediction = z
   })
   .meta({ id: "PlanPrediction" });
 export type Prediction = z.infer<typeof Prediction>;
+
+// ---------------------------------------------------------------------------------------------
+// The stored resource: the defaulted request (immutable once planning started) and its status.
+
+const PlanRejection = z.object({ shape: ShapeSummary, reason: z.string() }).meta({ id: "PlanRejection" });
+
+export const PlanCandidate = z
+  .object({
+    rank: z.number().int().describe("1 is the best."),
+    gpus: z.number().int().describe("GPUs the whole deployment holds."),
+    shape: ShapeSummary,
+    spec: DeploymentSpecInput.describe("The generated deployment spec; apply creates exactly this."),
+    predicted: Prediction,
+    headroom: z.number().describe("Smallest relative margin under the SLA bounds at the operating point (0.2 = 20% to spare)."),
+    why: z.string().describe("Why this shape ranks where it does."),
+  })
+  .meta({ id: "PlanCandidate" });
+
+export const PlanBaseline = z
+  .object({
+    label: z.string(),
+    shape: ShapeSummary,
+    fits: z.boolean().describe("Whether the fallback's TP holds 1.5 × the weights within one node."),
+    gpus: z.number().int(),
+    meetsSla: z.boolean(),
+    predicted: Prediction.optional(),
+    why: z.string(),
+  })
+  .describe("Dynamo's memory-fit fallback, priced by berth's model for comparison.")
+  .meta({ id: "PlanBaseline" });
+
+export const REQUEST_PHASES = ["Planning", "Ready", "Deploying", "Deployed", "Failed"] as const;
+export type RequestPhase = (typeof REQUEST_PHASES)[number];
+
+export const DeploymentRequestStatus = z
+  .object({
+    phase: z.enum(REQUEST_PHASES).describe("Planning → Ready (candidates computed) → Deploying → Deployed (the deployment exists), or Failed."),
+    reason: z.string().optional().describe("Why it failed."),
+    model: z.object({
+      id: z.string(),
+      from: z.enum(["catalog", "architecture"]),
+      totalParamsB: z.number(),
+      activeParamsB: z.number(),
+      attention: z.string(),
+      weightGiB: z.number(),
+    }),
+    candidates: z.array(PlanCandidate).describe("Feasible shapes, best first (at most 20)."),
+    moreCandidates: z.number().int().describe("Feasible shapes not listed."),
+    rejected: z.array(PlanRejection).describe("Shapes that were evaluated and refused, with the reason."),
+    closest: z
+      .object({ shape: ShapeSummary, shortfall: z.string(), predicted: Prediction.optional() })
+      .optional()
+      .describe("On Failed: the shape nearest to feasible and what it lacks."),
+    baseline: PlanBaseline,
+    searched: z.number().int().describe("Shapes evaluated."),
+    selected: z.number().int().optional().describe("Rank of the applied candidate."),
+    deploymentId: z.string().optional().describe("The deployment apply created (dep_…)."),
+    plannedAt: z.string().describe("When planning finished."),
+  })
+  .meta({ id: "DeploymentRequestStatus" });
+export type DeploymentRequestStatus = z.infer<typeof DeploymentRequestStatus>;
+
+export const DeploymentRequestResource = z
+  .object({
+    id: z.string().describe("dreq_…"),
+    name: z.string(),
+    projectId: z.string(),
+    spec: DeploymentRequestInput.describe("The request with its defaults; immutable."),
+    status: DeploymentRequestStatus,
+    resourceVersion: z.number().int(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: "DeploymentRequest" });
+export type DeploymentRequestResource = z.infer<typeof DeploymentRequestResource>;
+
+export const ApplyRequest = strictObject({
+  candidate: z.number().int().min(1).max(1000).optional().describe("Rank of the candidate to deploy; defaults to 1."),
+}).meta({ id: "ApplyDeploymentRequest" });
+export type ApplyRequest = z.infer<typeof ApplyRequest>;
+
+/** Label the generated deployment carries, pointing back at its request. */
+export const REQUEST_LABEL = "berth.dev/deployment-request";

@@ -73,6 +73,44 @@ export const DeploymentPhaseData = z
   })
   .meta({ id: "DeploymentPhaseData" });
 
+export const DeploymentRequestSummary = z
+  .object({
+    id: z.string().describe("dreq_…"),
+    name: z.string(),
+    projectId: z.string(),
+    phase: z.string(),
+    resourceVersion: z.number().int(),
+  })
+  .meta({ id: "DeploymentRequestSummary" });
+export type DeploymentRequestSummary = z.infer<typeof DeploymentRequestSummary>;
+
+export const RequestReadyData = z
+  .object({
+    request: DeploymentRequestSummary,
+    candidates: z.number().int().describe("Feasible shapes found"),
+    best: z.object({ gpus: z.number().int(), why: z.string() }).describe("The first candidate"),
+    actor: Actor,
+  })
+  .meta({ id: "RequestReadyData" });
+
+export const RequestFailedData = z
+  .object({
+    request: DeploymentRequestSummary,
+    reason: z.string(),
+    closest: z.object({ shortfall: z.string() }).optional().describe("The nearest shape's shortfall"),
+    actor: Actor,
+  })
+  .meta({ id: "RequestFailedData" });
+
+export const RequestDeployedData = z
+  .object({
+    request: DeploymentRequestSummary,
+    deploymentId: z.string(),
+    candidate: z.number().int().describe("Rank of the applied candidate"),
+    actor: Actor,
+  })
+  .meta({ id: "RequestDeployedData" });
+
 export const WebhookRef = z
   .object({
     id: z.string().describe("whk_…"),
@@ -113,9 +151,9 @@ export const EVENT_DATA: Record<EventType, z.ZodType> = {
   "operation.failed": z.record(z.string(), z.unknown()),
   "cluster.connected": z.record(z.string(), z.unknown()),
   "cluster.disconnected": z.record(z.string(), z.unknown()),
-  "request.ready": z.record(z.string(), z.unknown()),
-  "request.deployed": z.record(z.string(), z.unknown()),
-  "request.failed": z.record(z.string(), z.unknown()),
+  "request.ready": RequestReadyData,
+  "request.deployed": RequestDeployedData,
+  "request.failed": RequestFailedData,
   "webhook.disabled": WebhookDisabledData,
   "webhook.test": WebhookTestData,
 };

@@ -2,6 +2,8 @@
 // berth GPU id (`<vendor>-<model>-<memory>`), holding only vendor-published facts, each with its
 // source. Efficiency factors are not facts of a GPU: they live in perf-model.ts with their evidence.
 
+import { z } from "zod";
+
 export const GPU_TYPES = [
   "nvidia-h100-80gb",
   "nvidia-h100-pcie-80gb",
@@ -77,6 +79,21 @@ export const GPU_PROFILES: Readonly<Record<GpuType, GpuFacts>> = {
   "nvidia-a10g-24gb": { id: "nvidia-a10g-24gb", vendor: "nvidia", memoryGb: 24, hbmBandwidthGBs: 600, bf16Tflops: 125, fp8Tflops: null, interconnect: { kind: "pcie", bandwidthGBs: 32 }, gpusPerNode: 8, source: "https://aws.amazon.com/ec2/instance-types/g5/ (compute assumed equal to the A10's)" },
   "amd-mi300x-192gb": { id: "amd-mi300x-192gb", vendor: "amd", memoryGb: 192, hbmBandwidthGBs: 5300, bf16Tflops: 1307, fp8Tflops: 2615, interconnect: { kind: "infinity-fabric", bandwidthGBs: 448 }, gpusPerNode: 8, source: "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html" },
 };
+
+/** A catalogue entry as served at GET /v1/catalog/gpus. */
+export const GpuCatalogEntry = z
+  .object({
+    id: z.enum(GPU_TYPES).describe("berth GPU id (`<vendor>-<model>-<memory>`)."),
+    vendor: z.enum(["nvidia", "amd"]),
+    memoryGb: z.number().describe("Device memory, GiB as the driver reports it."),
+    hbmBandwidthGBs: z.number().describe("Peak memory bandwidth, GB/s."),
+    bf16Tflops: z.number().describe("Peak dense BF16 tensor throughput, TFLOPS."),
+    fp8Tflops: z.number().nullable().describe("Peak dense FP8 tensor throughput, TFLOPS; null without FP8 tensor cores."),
+    interconnect: z.object({ kind: z.enum(["nvlink", "infinity-fabric", "pcie"]), bandwidthGBs: z.number().describe("Per GPU, per direction, GB/s.") }),
+    gpusPerNode: z.number().int().describe("GPUs in the usual server of this type."),
+    source: z.string().describe("Where the figures come from."),
+  })
+  .meta({ id: "GpuCatalogEntry" });
 
 export function isGpuType(value: string): value is GpuType {
   return (GPU_TYPES as readonly string[]).includes(value);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GPU_PROFILES, GPU_TYPES } from "../../src/domain/gpu-profiles.ts";
+import { GPU_PROFILES, GPU_TYPES, GpuCatalogEntry } from "../../src/domain/gpu-profiles.ts";
 import { architectureFromHfConfig, findCatalogModel, MODEL_CATALOG, ModelArchitecture, modelWeightBytes, type HfArchitectureInput } from "../../src/domain/model-catalog.ts";
 import { modelFactsForName } from "../../src/domain/model-sizes.ts";
 
@@ -91,5 +91,6 @@ describe("the GPU catalogue", () => {
     expect(gpu.interconnect.bandwidthGBs).toBeGreaterThan(0);
     expect(gpu.gpusPerNode).toBe(8);
     expect(gpu.source).toMatch(/^https:\/\//);
+    expect(GpuCatalogEntry.parse(gpu)).toEqual(gpu);
   });
 });

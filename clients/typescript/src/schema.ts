@@ -466,6 +466,108 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deployment-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deployment requests
+         * @description Oldest first. A project-bound key sees its project's requests; an installation key sees all.
+         */
+        get: operations["listDeploymentRequests"];
+        put?: never;
+        /**
+         * Plan a deployment from a model, a workload and an SLA
+         * @description Sizes the model on every engine, GPU type and parallel shape, and answers with the ranked candidates (phase Ready) or the closest shape and its shortfall (phase Failed). With autoApply the first candidate's deployment is created at once (phase Deployed). A model outside the catalogue needs `model.architecture` (422 otherwise).
+         */
+        post: operations["createDeploymentRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployment-requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a deployment request with its plan */
+        get: operations["getDeploymentRequest"];
+        put?: never;
+        post?: never;
+        /** Delete a deployment request (its deployment stays) */
+        delete: operations["deleteDeploymentRequest"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployment-requests/{id}/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create the deployment of a candidate (idempotent)
+         * @description Creates the chosen candidate's spec (the first by default) as an ordinary, editable deployment labelled `berth.dev/deployment-request: <id>`; the request's status names it. Applying again answers the same request; another candidate then is a 409.
+         */
+        post: operations["applyDeploymentRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/catalog/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Models the planner knows
+         * @description Architecture facts of each model, every figure with its source. Any other model needs `model.architecture` in a deployment request.
+         */
+        get: operations["listCatalogModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/catalog/gpus": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GPU types the planner knows
+         * @description Memory, bandwidth, BF16/FP8 throughput and interconnect of each GPU id, every figure with its source.
+         */
+        get: operations["listCatalogGpus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/internal/dispatch": {
         parameters: {
             query?: never;
@@ -1043,9 +1145,26 @@ export interface components {
              * @description When the event occurred
              */
             timestamp: string;
-            data: {
-                [key: string]: unknown;
+            data: components["schemas"]["RequestReadyData"];
+        };
+        RequestReadyData: {
+            request: components["schemas"]["DeploymentRequestSummary"];
+            /** @description Feasible shapes found */
+            candidates: number;
+            /** @description The first candidate */
+            best: {
+                gpus: number;
+                why: string;
             };
+            actor: components["schemas"]["Actor"];
+        };
+        DeploymentRequestSummary: {
+            /** @description dreq_… */
+            id: string;
+            name: string;
+            projectId: string;
+            phase: string;
+            resourceVersion: number;
         };
         RequestDeployedWebhook: {
             /** @enum {string} */
@@ -1055,9 +1174,14 @@ export interface components {
              * @description When the event occurred
              */
             timestamp: string;
-            data: {
-                [key: string]: unknown;
-            };
+            data: components["schemas"]["RequestDeployedData"];
+        };
+        RequestDeployedData: {
+            request: components["schemas"]["DeploymentRequestSummary"];
+            deploymentId: string;
+            /** @description Rank of the applied candidate */
+            candidate: number;
+            actor: components["schemas"]["Actor"];
         };
         RequestFailedWebhook: {
             /** @enum {string} */
@@ -1067,9 +1191,16 @@ export interface components {
              * @description When the event occurred
              */
             timestamp: string;
-            data: {
-                [key: string]: unknown;
+            data: components["schemas"]["RequestFailedData"];
+        };
+        RequestFailedData: {
+            request: components["schemas"]["DeploymentRequestSummary"];
+            reason: string;
+            /** @description The nearest shape's shortfall */
+            closest?: {
+                shortfall: string;
             };
+            actor: components["schemas"]["Actor"];
         };
         WebhookDisabledWebhook: {
             /** @enum {string} */
@@ -1966,6 +2097,504 @@ export interface components {
             items: components["schemas"]["WebhookDelivery"][];
             /** @description Pass as ?cursor= for the next page; null on the last page. */
             nextCursor: string | null;
+        };
+        DeploymentRequest: {
+            /** @description dreq_… */
+            id: string;
+            name: string;
+            projectId: string;
+            /** @description The request with its defaults; immutable. */
+            spec: {
+                /** @description Name of the request, and of the deployment it generates. */
+                name: string;
+                /** @description Project; implied by a project-bound key. */
+                projectId?: string;
+                model: {
+                    /** @description Hugging Face model id; also the served name of the generated deployment. */
+                    name: string;
+                    /** @description config.json fields, required when the catalogue does not know `name`. */
+                    architecture?: {
+                        /** @description Transformer layers. */
+                        num_hidden_layers: number;
+                        /** @description Model width. */
+                        hidden_size: number;
+                        /** @description Query heads. */
+                        num_attention_heads: number;
+                        /** @description KV heads; defaults to num_attention_heads (MHA). */
+                        num_key_value_heads?: number;
+                        /** @description Per-head width; defaults to hidden_size ÷ num_attention_heads. */
+                        head_dim?: number;
+                        /** @description Dense MLP width; needed unless the parameter counts are given. */
+                        intermediate_size?: number;
+                        /** @description Width of one expert's MLP (MoE). */
+                        moe_intermediate_size?: number;
+                        /** @description Routed experts per layer (also read from num_local_experts / n_routed_experts). */
+                        num_experts?: number;
+                        num_local_experts?: number;
+                        n_routed_experts?: number;
+                        /** @description Always-active shared experts (DeepSeek). */
+                        n_shared_experts?: number;
+                        /** @description Experts each token is routed to. */
+                        num_experts_per_tok?: number;
+                        /** @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer. */
+                        kv_lora_rank?: number;
+                        /** @description MLA rotary part cached beside the latent. */
+                        qk_rope_head_dim?: number;
+                        /** @description Vocabulary; defaults to 32000 for the parameter estimate. */
+                        vocab_size?: number;
+                        /** @description Context length; defaults to 8192. */
+                        max_position_embeddings?: number;
+                        /** @description `bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte). */
+                        torch_dtype?: string;
+                        /** @description Total parameters, billions, when known (overrides the estimate from the config). */
+                        totalParamsB?: number;
+                        /** @description Active parameters per token, billions (MoE), when known. */
+                        activeParamsB?: number;
+                    };
+                };
+                /**
+                 * @description Engine to plan for; `auto` tries both.
+                 * @default auto
+                 * @enum {string}
+                 */
+                engine?: "auto" | "vllm" | "sglang";
+                /**
+                 * @default {
+                 *       "inputTokens": 4000,
+                 *       "outputTokens": 1000
+                 *     }
+                 */
+                workload?: {
+                    /**
+                     * @description Prompt tokens per request; defaults to 4000.
+                     * @default 4000
+                     */
+                    inputTokens?: number;
+                    /**
+                     * @description Generated tokens per request; defaults to 1000.
+                     * @default 1000
+                     */
+                    outputTokens?: number;
+                    /** @description Arrival rate to serve within the SLA. */
+                    requestsPerSecond?: number;
+                    /** @description Requests in flight to serve within the SLA. */
+                    concurrency?: number;
+                };
+                /**
+                 * @description Service-level objective; defaults to { ttftMs: 2000, itlMs: 30 }.
+                 * @default {
+                 *       "ttftMs": 2000,
+                 *       "itlMs": 30
+                 *     }
+                 */
+                sla?: {
+                    /** @description Mean time to first token, ms. */
+                    ttftMs: number;
+                    /** @description Mean inter-token latency, ms. */
+                    itlMs: number;
+                } | {
+                    /** @description Mean end-to-end request latency, ms. */
+                    e2eMs: number;
+                } | {
+                    /**
+                     * @description No bound: favour low latency (replicas near their batch-1 speed) or throughput per GPU (full batches).
+                     * @enum {string}
+                     */
+                    optimize: "latency" | "throughput";
+                };
+                /** @default {} */
+                hardware?: {
+                    /** @description Plan against this cluster's free inventory. */
+                    clusterId?: string;
+                    /**
+                     * @description Only this GPU type; absent means every type available.
+                     * @enum {string}
+                     */
+                    gpuType?: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
+                    /** @description Most GPUs the deployment may use. */
+                    maxGpus?: number;
+                };
+                /**
+                 * @description Create the first candidate's deployment as soon as planning is done.
+                 * @default false
+                 */
+                autoApply?: boolean;
+                overrides?: {
+                    /** @description Engine image for the generated spec; defaults per engine. */
+                    image?: string;
+                    /** @description Appended to every generated role's engine arguments. */
+                    extraArgs?: string[];
+                };
+            };
+            status: components["schemas"]["DeploymentRequestStatus"];
+            resourceVersion: number;
+            createdAt: string;
+            updatedAt: string;
+        };
+        DeploymentRequestStatus: {
+            /**
+             * @description Planning → Ready (candidates computed) → Deploying → Deployed (the deployment exists), or Failed.
+             * @enum {string}
+             */
+            phase: "Planning" | "Ready" | "Deploying" | "Deployed" | "Failed";
+            /** @description Why it failed. */
+            reason?: string;
+            model: {
+                id: string;
+                /** @enum {string} */
+                from: "catalog" | "architecture";
+                totalParamsB: number;
+                activeParamsB: number;
+                attention: string;
+                weightGiB: number;
+            };
+            /** @description Feasible shapes, best first (at most 20). */
+            candidates: components["schemas"]["PlanCandidate"][];
+            /** @description Feasible shapes not listed. */
+            moreCandidates: number;
+            /** @description Shapes that were evaluated and refused, with the reason. */
+            rejected: components["schemas"]["PlanRejection"][];
+            /** @description On Failed: the shape nearest to feasible and what it lacks. */
+            closest?: {
+                shape: components["schemas"]["PlanShape"];
+                shortfall: string;
+                predicted?: components["schemas"]["PlanPrediction"];
+            };
+            baseline: components["schemas"]["PlanBaseline"];
+            /** @description Shapes evaluated. */
+            searched: number;
+            /** @description Rank of the applied candidate. */
+            selected?: number;
+            /** @description The deployment apply created (dep_…). */
+            deploymentId?: string;
+            /** @description When planning finished. */
+            plannedAt: string;
+        };
+        PlanCandidate: {
+            /** @description 1 is the best. */
+            rank: number;
+            /** @description GPUs the whole deployment holds. */
+            gpus: number;
+            shape: components["schemas"]["PlanShape"];
+            /** @description The generated deployment spec; apply creates exactly this. */
+            spec: {
+                /** @description Cluster the deployment runs in; optional while only one cluster exists. */
+                clusterId?: string;
+                model: {
+                    /** @description Served model name; every role serves exactly this name. Immutable. */
+                    name: string;
+                    source?: components["schemas"]["ModelSourceInput"];
+                    /** @description Secret holding a Hugging Face token; a reference, never the token itself. */
+                    hfTokenSecret?: {
+                        /** @description Secret in the project namespace. */
+                        name: string;
+                        /** @description Key inside the Secret. */
+                        key: string;
+                    };
+                };
+                engine: {
+                    /**
+                     * @description Serving engine. Immutable.
+                     * @enum {string}
+                     */
+                    name: "vllm" | "sglang";
+                    /** @description Engine container image, e.g. `vllm/vllm-openai:v0.11.0`. */
+                    image: string;
+                };
+                /** @description Request router; required for PD/EPD and external DP. */
+                router?: {
+                    /**
+                     * @description Router implementation; defaults to `builtin`. Immutable.
+                     * @enum {string}
+                     */
+                    kind?: "builtin" | "vllm-router" | "sglang-gateway";
+                    /**
+                     * @description Load-balancing policy; defaults to `round_robin`.
+                     * @enum {string}
+                     */
+                    policy?: "round_robin" | "least_load" | "cache_aware" | "session_affinity";
+                    /** @description Router pods; defaults to 1. */
+                    replicas?: number;
+                };
+                /** @description KV-cache transfer between prefill and decode (PD/EPD only). */
+                kvTransfer?: {
+                    /**
+                     * @description KV-cache transfer connector; defaults to `nixl`.
+                     * @enum {string}
+                     */
+                    connector?: "nixl" | "mooncake";
+                    /**
+                     * @description Transport of the KV transfer; defaults to `tcp`.
+                     * @enum {string}
+                     */
+                    protocol?: "tcp" | "rdma";
+                };
+                /** @description Roles of the deployment: one `server`, or prefill + decode (+ encode). */
+                roles: components["schemas"]["RoleInput"][];
+                scaling?: components["schemas"]["ScalingInput"];
+            };
+            predicted: components["schemas"]["PlanPrediction"];
+            /** @description Smallest relative margin under the SLA bounds at the operating point (0.2 = 20% to spare). */
+            headroom: number;
+            /** @description Why this shape ranks where it does. */
+            why: string;
+        };
+        PlanShape: {
+            /** @enum {string} */
+            engine: "vllm" | "sglang";
+            /**
+             * @description GPU type as `<vendor>-<model>-<memory>` in lower case; absent means any type.
+             * @enum {string}
+             */
+            gpuType: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
+            /** @enum {string} */
+            mode: "aggregated" | "disaggregated";
+            /** @description TP of the server role, or of the decode role when disaggregated. */
+            tensor: number;
+            pipeline: number;
+            /** @description TP of the prefill role (disaggregated). */
+            prefillTensor?: number;
+            /** @description Server (or decode) replicas, once sized. */
+            replicas?: number;
+            prefillReplicas?: number;
+        };
+        PlanPrediction: {
+            ttftMs: number;
+            itlMs: number;
+            /** @description Whole deployment. */
+            outputTokensPerSecond: number;
+            outputTokensPerSecondPerGpu: number;
+            /** @description Requests in flight on each serving replica at the operating point. */
+            concurrencyPerReplica: number;
+        };
+        PlanRejection: {
+            shape: components["schemas"]["PlanShape"];
+            reason: string;
+        };
+        /** @description Dynamo's memory-fit fallback, priced by berth's model for comparison. */
+        PlanBaseline: {
+            label: string;
+            shape: components["schemas"]["PlanShape"];
+            /** @description Whether the fallback's TP holds 1.5 × the weights within one node. */
+            fits: boolean;
+            gpus: number;
+            meetsSla: boolean;
+            predicted?: components["schemas"]["PlanPrediction"];
+            why: string;
+        };
+        /** @description A deployment request: model, workload and SLA in, ranked deployment candidates out. */
+        DeploymentRequestInput: {
+            /** @description Name of the request, and of the deployment it generates. */
+            name: string;
+            /** @description Project; implied by a project-bound key. */
+            projectId?: string;
+            model: {
+                /** @description Hugging Face model id; also the served name of the generated deployment. */
+                name: string;
+                /** @description config.json fields, required when the catalogue does not know `name`. */
+                architecture?: {
+                    /** @description Transformer layers. */
+                    num_hidden_layers: number;
+                    /** @description Model width. */
+                    hidden_size: number;
+                    /** @description Query heads. */
+                    num_attention_heads: number;
+                    /** @description KV heads; defaults to num_attention_heads (MHA). */
+                    num_key_value_heads?: number;
+                    /** @description Per-head width; defaults to hidden_size ÷ num_attention_heads. */
+                    head_dim?: number;
+                    /** @description Dense MLP width; needed unless the parameter counts are given. */
+                    intermediate_size?: number;
+                    /** @description Width of one expert's MLP (MoE). */
+                    moe_intermediate_size?: number;
+                    /** @description Routed experts per layer (also read from num_local_experts / n_routed_experts). */
+                    num_experts?: number;
+                    num_local_experts?: number;
+                    n_routed_experts?: number;
+                    /** @description Always-active shared experts (DeepSeek). */
+                    n_shared_experts?: number;
+                    /** @description Experts each token is routed to. */
+                    num_experts_per_tok?: number;
+                    /** @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer. */
+                    kv_lora_rank?: number;
+                    /** @description MLA rotary part cached beside the latent. */
+                    qk_rope_head_dim?: number;
+                    /** @description Vocabulary; defaults to 32000 for the parameter estimate. */
+                    vocab_size?: number;
+                    /** @description Context length; defaults to 8192. */
+                    max_position_embeddings?: number;
+                    /** @description `bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte). */
+                    torch_dtype?: string;
+                    /** @description Total parameters, billions, when known (overrides the estimate from the config). */
+                    totalParamsB?: number;
+                    /** @description Active parameters per token, billions (MoE), when known. */
+                    activeParamsB?: number;
+                };
+            };
+            /**
+             * @description Engine to plan for; `auto` tries both.
+             * @default auto
+             * @enum {string}
+             */
+            engine?: "auto" | "vllm" | "sglang";
+            /**
+             * @default {
+             *       "inputTokens": 4000,
+             *       "outputTokens": 1000
+             *     }
+             */
+            workload?: {
+                /**
+                 * @description Prompt tokens per request; defaults to 4000.
+                 * @default 4000
+                 */
+                inputTokens?: number;
+                /**
+                 * @description Generated tokens per request; defaults to 1000.
+                 * @default 1000
+                 */
+                outputTokens?: number;
+                /** @description Arrival rate to serve within the SLA. */
+                requestsPerSecond?: number;
+                /** @description Requests in flight to serve within the SLA. */
+                concurrency?: number;
+            };
+            /**
+             * @description Service-level objective; defaults to { ttftMs: 2000, itlMs: 30 }.
+             * @default {
+             *       "ttftMs": 2000,
+             *       "itlMs": 30
+             *     }
+             */
+            sla?: {
+                /** @description Mean time to first token, ms. */
+                ttftMs: number;
+                /** @description Mean inter-token latency, ms. */
+                itlMs: number;
+            } | {
+                /** @description Mean end-to-end request latency, ms. */
+                e2eMs: number;
+            } | {
+                /**
+                 * @description No bound: favour low latency (replicas near their batch-1 speed) or throughput per GPU (full batches).
+                 * @enum {string}
+                 */
+                optimize: "latency" | "throughput";
+            };
+            /** @default {} */
+            hardware?: {
+                /** @description Plan against this cluster's free inventory. */
+                clusterId?: string;
+                /**
+                 * @description Only this GPU type; absent means every type available.
+                 * @enum {string}
+                 */
+                gpuType?: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
+                /** @description Most GPUs the deployment may use. */
+                maxGpus?: number;
+            };
+            /**
+             * @description Create the first candidate's deployment as soon as planning is done.
+             * @default false
+             */
+            autoApply?: boolean;
+            overrides?: {
+                /** @description Engine image for the generated spec; defaults per engine. */
+                image?: string;
+                /** @description Appended to every generated role's engine arguments. */
+                extraArgs?: string[];
+            };
+        };
+        DeploymentRequestList: {
+            items: components["schemas"]["DeploymentRequest"][];
+            /** @description Pass as ?cursor= for the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        ApplyDeploymentRequest: {
+            /** @description Rank of the candidate to deploy; defaults to 1. */
+            candidate?: number;
+        };
+        ModelCatalog: {
+            items: components["schemas"]["ModelArchitecture"][];
+        };
+        ModelArchitecture: {
+            /** @description Hugging Face repository id, e.g. `meta-llama/Llama-3.1-8B-Instruct`. */
+            id: string;
+            /** @description Other repository ids with the same architecture (base/instruct, FP8 re-uploads). */
+            aliases: string[];
+            /**
+             * @description Dense, or mixture of experts.
+             * @enum {string}
+             */
+            kind: "dense" | "moe";
+            /** @description Total parameters, billions (what memory holds). */
+            totalParamsB: number;
+            /** @description Parameters used per token, billions (what compute and a batch-1 decode read); = total for dense. */
+            activeParamsB: number;
+            /** @description `num_hidden_layers`. */
+            layers: number;
+            /** @description `hidden_size`. */
+            hiddenSize: number;
+            /** @description `num_attention_heads`. */
+            attentionHeads: number;
+            /** @description `num_key_value_heads` (GQA/MHA); for MLA the query heads, the cache holds one latent instead. */
+            kvHeads: number;
+            /** @description `head_dim`, or hidden ÷ heads where the config has none. */
+            headDim: number;
+            /**
+             * @description MHA (kv = query heads), GQA (fewer kv heads) or MLA (one compressed latent per token and layer).
+             * @enum {string}
+             */
+            attention: "MHA" | "GQA" | "MLA";
+            /** @description MLA only: `kv_lora_rank + qk_rope_head_dim`, the width of the cached latent. */
+            kvLatentDim?: number;
+            /** @description Routed experts per MoE layer (`num_experts`, `num_local_experts`, `n_routed_experts`). */
+            experts?: number;
+            /** @description `num_experts_per_tok`. */
+            expertsPerToken?: number;
+            /** @description `vocab_size`. */
+            vocabSize: number;
+            /** @description `max_position_embeddings` (what `max_model_len` defaults to). */
+            maxContext: number;
+            /**
+             * @description Dtype of the published weights.
+             * @enum {string}
+             */
+            defaultDtype: "bfloat16" | "fp8" | "mxfp4";
+            /** @description Size of the weights as published, GiB, where it is not total × dtype bytes (mixed precision). */
+            checkpointGiB?: number;
+            /** @description Where each figure comes from. */
+            source: string;
+        };
+        GpuCatalog: {
+            items: components["schemas"]["GpuCatalogEntry"][];
+        };
+        GpuCatalogEntry: {
+            /**
+             * @description berth GPU id (`<vendor>-<model>-<memory>`).
+             * @enum {string}
+             */
+            id: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
+            /** @enum {string} */
+            vendor: "nvidia" | "amd";
+            /** @description Device memory, GiB as the driver reports it. */
+            memoryGb: number;
+            /** @description Peak memory bandwidth, GB/s. */
+            hbmBandwidthGBs: number;
+            /** @description Peak dense BF16 tensor throughput, TFLOPS. */
+            bf16Tflops: number;
+            /** @description Peak dense FP8 tensor throughput, TFLOPS; null without FP8 tensor cores. */
+            fp8Tflops: number | null;
+            interconnect: {
+                /** @enum {string} */
+                kind: "nvlink" | "infinity-fabric" | "pcie";
+                /** @description Per GPU, per direction, GB/s. */
+                bandwidthGBs: number;
+            };
+            /** @description GPUs in the usual server of this type. */
+            gpusPerNode: number;
+            /** @description Where the figures come from. */
+            source: string;
         };
         DispatchAnswer: {
             /** @description Deliveries created from new events */
@@ -4500,6 +5129,469 @@ export interface operations {
             };
             /** @description Conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDeploymentRequests: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–200 */
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description With an installation-wide key, only this project's requests */
+                projectId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of requests */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentRequestList"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createDeploymentRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replay-safe POST key */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The request */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeploymentRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Created and planned */
+            201: {
+                headers: {
+                    /** @description The resource version, quoted: "<resourceVersion>" */
+                    ETag?: string;
+                    /** @description URL of the new request */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentRequest"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content type not accepted */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getDeploymentRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description dreq_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request */
+            200: {
+                headers: {
+                    /** @description The resource version, quoted: "<resourceVersion>" */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentRequest"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteDeploymentRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description dreq_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    applyDeploymentRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description dreq_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Which candidate; empty means the first */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApplyDeploymentRequest"];
+            };
+        };
+        responses: {
+            /** @description The request, Deployed, with its deploymentId */
+            200: {
+                headers: {
+                    /** @description The resource version, quoted: "<resourceVersion>" */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentRequest"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content type not accepted */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listCatalogModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model catalogue */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelCatalog"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listCatalogGpus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The GPU catalogue */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GpuCatalog"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
