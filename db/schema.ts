@@ -153,6 +153,56 @@ export const deploymentRequests = pgTable(
   ],
 );
 
+/**
+ * Operations (DESIGN §3.3): long-running work on a deployment's role or replica. They go
+ * with their deployment. At most one Pending or Running operation of a kind per
+ * (deployment, role, replica): a partial unique index, so two writers cannot both start one.
+ */
+export const operations = pgTable(
+  "operations",
+  {
+    id: text("id").primaryKey(),
+    deploymentId: text("deployment_id")
+      .notNull()
+      .references(() => deployments.id, { onDelete: "cascade" }),
+    /** The deployment's project (deployments never move), for project-bound readers. */
+    projectId: text("project_id").notNull(),
+    kind: text("kind").notNull(),
+    role: text("role").notNull(),
+    replica: integer("replica"),
+    phase: text("phase").notNull(),
+    step: text("step").notNull(),
+    params: json("params"),
+    steps: json("steps").notNull(),
+    message: text("message").notNull(),
+    progress: json("progress"),
+    result: json("result"),
+    error: json("error"),
+    startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }).notNull(),
+    finishedAt: timestamp("finished_at", { withTimezone: true, mode: "date" }),
+    resourceVersion,
+    ...timestamps,
+  },
+  (t) => [
+    index("operations_created_idx").on(t.createdAt, t.id),
+    index("operations_project_created_idx").on(t.projectId, t.createdAt, t.id),
+    index("operations_deployment_created_idx").on(t.deploymentId, t.createdAt, t.id),
+    uniqueIndex("operations_active_key")
+      .on(t.deploymentId, t.kind, t.role, sql`coalesce(${t.replica}, -1)`)
+      .where(sql`phase in ('Pending', 'Running')`),
+  ],
+);
+
+/** The latest aggregated engine signals of each deployment (the agent overwrites them); they go with it. */
+export const deploymentMetrics = pgTable("deployment_metrics", {
+  deploymentId: text("deployment_id")
+    .primaryKey()
+    .references(() => deployments.id, { onDelete: "cascade" }),
+  observedAt: timestamp("observed_at", { withTimezone: true, mode: "date" }).notNull(),
+  receivedAt: timestamp("received_at", { withTimezone: true, mode: "date" }).notNull(),
+  roles: json("roles").notNull(),
+});
+
 export const deploymentTombstones = pgTable(
   "deployment_tombstones",
   {

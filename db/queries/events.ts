@@ -1,7 +1,7 @@
 // SQL for the event log. Inserts take the change-log lock (change-log.ts), so seqs commit
 // in order: any committed prefix of the log is final, and a reader resuming after seq N
 // misses nothing. Callers keep the event insert among the last writes of their transaction.
-import { and, asc, desc, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { events } from "../schema.ts";
 import { lockChangeLog } from "./change-log.ts";
@@ -53,4 +53,19 @@ export async function lastClusterConnectionEvent(db: Db, clusterId: string): Pro
     .orderBy(desc(events.seq))
     .limit(1);
   return row;
+}
+
+/** A deployment's events of some types, newest first, before `beforeSeq` (a newest-first keyset). */
+export async function listDeploymentEventsNewestFirst(
+  db: Db,
+  filter: { deploymentId: string; types: string[]; beforeSeq?: number; limit: number },
+): Promise<EventRow[]> {
+  const filters: (SQL | undefined)[] = [eq(events.deploymentId, filter.deploymentId), inArray(events.type, filter.types)];
+  if (filter.beforeSeq !== undefined) filters.push(lt(events.seq, filter.beforeSeq));
+  return db
+    .select()
+    .from(events)
+    .where(and(...filters))
+    .orderBy(desc(events.seq))
+    .limit(filter.limit);
 }

@@ -9,6 +9,8 @@ import { confirmDeletion } from "../../src/services/agent/confirm-deletion.ts";
 import { getDesiredState } from "../../src/services/agent/desired-state.ts";
 import { receiveHeartbeat } from "../../src/services/agent/heartbeat.ts";
 import { recordAgentEvent } from "../../src/services/agent/record-agent-event.ts";
+import { registerAgentMetricsRoute } from "./metrics.ts";
+import { registerAgentOperationRoutes } from "./operations.ts";
 
 const base = { tags: ["Agent"], security: bearerSecurity };
 
@@ -71,6 +73,9 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
       method: "post",
       path: "/v1/agent/events",
       summary: "Record what happened in the cluster (replica retiring, retired, scaled, resized)",
+      description:
+        "deployment.scaled takes only shadow recommendations, with data { role, from, to, mode: shadow, reason, signals } (422 otherwise): " +
+        "an applied change is recorded by the autoscaler's replicas PATCH itself.",
       request: { body: jsonBody(AgentEvent, "The event") },
       responses: { 202: { description: "Recorded" }, ...problems(...BODY_PROBLEMS, 404) },
     }),
@@ -79,4 +84,6 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
       return c.body(null, 202);
     },
   );
+  registerAgentOperationRoutes(app);
+  registerAgentMetricsRoute(app);
 }

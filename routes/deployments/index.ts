@@ -4,6 +4,9 @@ import { registerCreateDeployment } from "./create.ts";
 import { registerDeleteDeployment } from "./delete.ts";
 import { registerGetDeployment } from "./get.ts";
 import { registerListDeployments } from "./list.ts";
+import { registerGetDeploymentMetrics } from "./metrics.ts";
+import { registerResizeDeploymentRole } from "./resize.ts";
+import { registerListScalingEvents } from "./scaling-events.ts";
 import { registerPatchDeployment } from "./patch.ts";
 import { registerPutDeploymentStatus } from "./put-status.ts";
 import { registerReplaceDeployment } from "./replace.ts";
@@ -16,4 +19,7 @@ export function registerDeploymentRoutes(app: OpenAPIHono<AppEnv>) {
   registerReplaceDeployment(app);
   registerDeleteDeployment(app);
   registerPutDeploymentStatus(app);
+  registerResizeDeploymentRole(app);
+  registerGetDeploymentMetrics(app);
+  registerListScalingEvents(app);
 }

@@ -12,6 +12,7 @@ import { registerDeploymentRequestRoutes } from "../../routes/deployment-request
 import { registerDeploymentRoutes } from "../../routes/deployments/index.ts";
 import { registerEventRoutes } from "../../routes/events/index.ts";
 import { registerHealthRoutes } from "../../routes/health.ts";
+import { registerOperationRoutes } from "../../routes/operations/index.ts";
 import { registerDispatchRoute } from "../../routes/internal/dispatch.ts";
 import { registerProjectRoutes } from "../../routes/projects/index.ts";
 import { registerWebhookRoutes } from "../../routes/webhooks/index.ts";
@@ -73,6 +74,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   registerEventRoutes(app);
   registerWebhookRoutes(app);
   registerDeploymentRequestRoutes(app);
+  registerOperationRoutes(app);
   registerCatalogRoutes(app);
   registerDispatchRoute(app);
   registerOpenApiDocument(app);

@@ -2,7 +2,7 @@
 // desired-state answer, and agent-side events.
 import { z } from "zod";
 import { Deployment } from "./deployment.ts";
-import { strictObject } from "./deployment-spec.ts";
+import { ScalingSignal, strictObject } from "./deployment-spec.ts";
 
 export const InventoryNode = strictObject({
   name: z.string().min(1).max(253),
@@ -66,3 +66,18 @@ export const AgentEvent = strictObject({
   data: z.record(z.string(), z.unknown()).default({}),
 }).meta({ id: "AgentEvent" });
 export type AgentEvent = z.infer<typeof AgentEvent>;
+
+/**
+ * The data of an agent-posted `deployment.scaled`: a shadow recommendation (the autoscaler
+ * did not apply it). Applied changes are recorded by the autoscaler's replicas PATCH itself.
+ */
+export const AgentScaledData = strictObject({
+  role: z.string().min(1).max(63).describe("A role of the deployment."),
+  from: z.number().int().min(0).max(1_000_000).describe("Replicas now."),
+  to: z.number().int().min(0).max(1_000_000).describe("Replicas recommended."),
+  mode: z.enum(["shadow", "active"]).describe("Must be shadow here: active changes are recorded by the replicas PATCH."),
+  reason: z.string().min(1).max(128).describe("Why, as a CamelCase word, e.g. `QueueDepth`."),
+  message: z.string().max(4096).describe("Why, in words.").optional(),
+  signals: z.array(ScalingSignal).max(64).default([]).describe("What the recommendation rests on."),
+}).meta({ id: "AgentScaledData" });
+export type AgentScaledData = z.infer<typeof AgentScaledData>;

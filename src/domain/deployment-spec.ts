@@ -508,6 +508,47 @@ export type RoleStatus = z.infer<typeof RoleStatus>;
 
 export const DEPLOYMENT_PHASES = ["Pending", "Starting", "Ready", "Degraded", "Deleting", "Failed"] as const;
 
+export const SCALING_MODES = ["off", "shadow", "active"] as const;
+
+/** One signal an autoscaler decision rests on, as the agent read it. */
+export const ScalingSignal = strictObject({
+  name: z.string().min(1).max(128).describe("e.g. `requests_running`, `requests_waiting`, `ttft_p90`."),
+  value: z.number().finite().describe("The aggregate the decision used."),
+  unit: z.string().min(1).max(32).describe("e.g. `requests`, `ms`."),
+  observedAt: z.iso.datetime({ offset: true }).describe("When it was read."),
+}).meta({ id: "ScalingSignal" });
+export type ScalingSignal = z.infer<typeof ScalingSignal>;
+
+export const ScalingRoleStatus = strictObject({
+  name: z.string().min(1).max(63).describe("Role name."),
+  current: count(0, Number.MAX_SAFE_INTEGER).describe("Replicas in the spec now."),
+  recommended: count(0, Number.MAX_SAFE_INTEGER)
+    .describe("Replicas the algorithm recommends; absent when it could not decide (e.g. metrics missing), never a made-up number.")
+    .optional(),
+  desired: count(0, Number.MAX_SAFE_INTEGER)
+    .describe("What the autoscaler sets (active) or would set (shadow) after bounds, stabilization, PD ratio and one retirement at a time.")
+    .optional(),
+  reason: z.string().min(1).max(128).describe("Why, as a CamelCase word, e.g. `QueueDepth`, `WithinTolerance`, `MetricsMissing`."),
+  message: z.string().max(4096).describe("Why, in words: the formula's inputs and result, or what held it back.").optional(),
+  limitedBy: z
+    .string()
+    .min(1)
+    .max(64)
+    .describe("What held the recommendation back, if anything, in CamelCase: e.g. `MinReplicas`, `MaxReplicas`, `PdRatio`, `Stabilization`, `RetirementInFlight`.")
+    .optional(),
+  signals: z.array(ScalingSignal).max(64).describe("The signals the recommendation rests on."),
+}).meta({ id: "ScalingRoleStatus" });
+export type ScalingRoleStatus = z.infer<typeof ScalingRoleStatus>;
+
+export const ScalingStatus = strictObject({
+  mode: z.enum(SCALING_MODES).describe("The mode the autoscaler ran in: `shadow` only recommends, `active` applies."),
+  roles: z.array(ScalingRoleStatus).max(16).describe("Per scaled role: current and recommended replicas and why."),
+  lastScaleAt: z.iso.datetime({ offset: true }).describe("When the autoscaler last changed replicas.").optional(),
+})
+  .describe("The autoscaler's latest evaluation (written by the agent with the status).")
+  .meta({ id: "ScalingStatus" });
+export type ScalingStatus = z.infer<typeof ScalingStatus>;
+
 export const DeploymentStatus = strictObject({
   phase: z.enum(DEPLOYMENT_PHASES).describe("`Pending` until an agent takes the deployment."),
   observedGeneration: count(0, Number.MAX_SAFE_INTEGER).describe("Spec generation the agent has acted on.").optional(),
@@ -518,7 +559,7 @@ export const DeploymentStatus = strictObject({
     .optional(),
   roles: z.array(RoleStatus).max(16).describe("Per-role instance counts.").optional(),
   conditions: z.array(Condition).max(64).describe("Current conditions, one per type.").optional(),
-  scaling: z.record(z.string(), z.unknown()).describe("The autoscaler's latest recommendation; agent-defined.").optional(),
+  scaling: ScalingStatus.optional(),
   replicas: z.array(z.looseObject({})).max(16384).describe("Per-replica state; agent-defined.").optional(),
   message: z.string().max(32768).describe("Summary of why the deployment is in its phase.").optional(),
 })

@@ -134,6 +134,59 @@ export const WebhookTestData = z
   .object({ webhook: WebhookRef, message: z.string() })
   .meta({ id: "WebhookTestData" });
 
+export const OperationSummary = z
+  .object({
+    id: z.string().describe("op_…"),
+    kind: z.enum(["retire", "resize", "restart"]),
+    deploymentId: z.string(),
+    role: z.string(),
+    replica: z.number().int().optional(),
+    phase: z.string(),
+    step: z.string(),
+  })
+  .meta({ id: "OperationSummary" });
+export type OperationSummary = z.infer<typeof OperationSummary>;
+
+export const OperationEventData = z
+  .object({
+    operation: OperationSummary,
+    deployment: DeploymentSummary,
+    actor: Actor,
+    phase: z.enum(["Failed", "Aborted"]).optional().describe("operation.failed only: how it ended"),
+    params: z.record(z.string(), z.unknown()).optional(),
+    result: z.record(z.string(), z.unknown()).optional().describe("operation.succeeded: what it achieved"),
+    error: z.object({ reason: z.string(), message: z.string() }).optional().describe("operation.failed: why"),
+  })
+  .meta({ id: "OperationEventData" });
+
+export const ReplicaRetirementData = z
+  .object({
+    deployment: DeploymentSummary,
+    role: z.string(),
+    replica: z.number().int().optional().describe("The replica index"),
+    operationId: z.string().optional().describe("The retire operation (absent when an agent reported it without one)"),
+    actor: Actor,
+  })
+  .meta({ id: "ReplicaRetirementData" });
+
+export const ScaledSignal = z
+  .object({ name: z.string(), value: z.number(), unit: z.string(), observedAt: z.string() })
+  .meta({ id: "ScaledSignal" });
+
+export const DeploymentScaledData = z
+  .object({
+    deployment: DeploymentSummary,
+    actor: Actor.describe("autoscaler for an applied change (the replicas PATCH), agent for a shadow recommendation"),
+    role: z.string(),
+    from: z.number().int().describe("Replicas before (shadow: the current replicas)"),
+    to: z.number().int().describe("Replicas after (shadow: the recommendation, not applied)"),
+    mode: z.enum(["shadow", "active"]).describe("active: the autoscaler changed the spec; shadow: it only recommended"),
+    reason: z.string().describe("Why, as a CamelCase word, e.g. QueueDepth"),
+    message: z.string().optional().describe("Why, in words"),
+    signals: z.array(ScaledSignal).describe("What the decision rested on"),
+  })
+  .meta({ id: "DeploymentScaledData" });
+
 /** The payload of each type; types whose producer is not built yet carry a free-form object. */
 export const EVENT_DATA: Record<EventType, z.ZodType> = {
   "deployment.created": DeploymentLifecycleData,
@@ -142,13 +195,13 @@ export const EVENT_DATA: Record<EventType, z.ZodType> = {
   "deployment.ready": DeploymentPhaseData,
   "deployment.degraded": DeploymentPhaseData,
   "deployment.failed": DeploymentPhaseData,
-  "deployment.scaled": z.record(z.string(), z.unknown()),
+  "deployment.scaled": DeploymentScaledData,
   "deployment.resized": z.record(z.string(), z.unknown()),
-  "replica.retiring": z.record(z.string(), z.unknown()),
-  "replica.retired": z.record(z.string(), z.unknown()),
-  "operation.started": z.record(z.string(), z.unknown()),
-  "operation.succeeded": z.record(z.string(), z.unknown()),
-  "operation.failed": z.record(z.string(), z.unknown()),
+  "replica.retiring": ReplicaRetirementData,
+  "replica.retired": ReplicaRetirementData,
+  "operation.started": OperationEventData,
+  "operation.succeeded": OperationEventData,
+  "operation.failed": OperationEventData,
   "cluster.connected": z.record(z.string(), z.unknown()),
   "cluster.disconnected": z.record(z.string(), z.unknown()),
   "request.ready": RequestReadyData,

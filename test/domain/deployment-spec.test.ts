@@ -282,7 +282,7 @@ describe("DeploymentStatus", () => {
           lastTransitionTime: "2025-01-02T03:04:05Z",
         },
       ],
-      scaling: { recommendation: { decode: 3 } },
+      scaling: { mode: "shadow", roles: [{ name: "decode", current: 2, recommended: 3, reason: "QueueDepth", signals: [] }] },
       replicas: [{ role: "decode", index: 0, state: "Ready" }],
       message: "1 of 2 decode instances ready",
     };

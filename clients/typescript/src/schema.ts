@@ -180,6 +180,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deployments/{idOrName}/roles/{role}/resize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change an elastic role's data-parallel width (grow or shrink)
+         * @description Sets spec.roles[role].elastic.width through the same write path as PATCH (admission, quota and capacity at the new width, generation, If-Match) and records a Pending resize Operation that the agent carries out; answers 202 with it. A resize already Pending or Running is a 409 naming it (existingOperationId); the current width is a 409 (currentWidth); a role without `elastic` is a 422.
+         */
+        post: operations["resizeDeploymentRole"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{idOrName}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The latest aggregated engine signals per role, as the agent last scraped them
+         * @description 404 until the agent has written any. A signal nobody observed has no value and is listed under `missing` with the reason; it is never 0.
+         */
+        get: operations["getDeploymentMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{idOrName}/scaling-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The deployment's scaling history, newest first
+         * @description Its deployment.scaled events: changes the autoscaler made (data.mode active, actor autoscaler) and recommendations it only reported (data.mode shadow), each with role, from, to, reason and signals (DeploymentScaledData). Paged by an opaque cursor.
+         */
+        get: operations["listScalingEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/clusters": {
         parameters: {
             query?: never;
@@ -295,8 +355,69 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Record what happened in the cluster (replica retiring, retired, scaled, resized) */
+        /**
+         * Record what happened in the cluster (replica retiring, retired, scaled, resized)
+         * @description deployment.scaled takes only shadow recommendations, with data { role, from, to, mode: shadow, reason, signals } (422 otherwise): an applied change is recorded by the autoscaler's replicas PATCH itself.
+         */
         post: operations["agentRecordEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agent/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The operations of the agent's cluster (phase=Pending&phase=Running: what to resume) */
+        get: operations["agentListOperations"];
+        put?: never;
+        /**
+         * Record an operation on a deployment of the agent's cluster
+         * @description Pending, or Running when work has begun (then operation.started, and replica.retiring for a retire, are recorded). A second Pending or Running operation of the same kind on the same role and replica is a 409 whose `existingOperationId` names the one to adopt. Idempotency-Key replays the first answer.
+         */
+        post: operations["agentCreateOperation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agent/operations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Move an operation on (merge patch of phase, step, steps, message, progress, result, error)
+         * @description Phases go Pending → Running → Succeeded | Failed | Aborted (Pending may also end Failed or Aborted); any other move is a 409 listing `allowedPhases`, and a terminal operation is final (409). The server sets finishedAt and records operation.* (and for a retire replica.*) events.
+         */
+        patch: operations["agentPatchOperation"];
+        trace?: never;
+    };
+    "/v1/agent/deployments/{id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Store a deployment's latest aggregated engine signals (replaces the previous ones) */
+        put: operations["agentPutDeploymentMetrics"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -522,6 +643,43 @@ export interface paths {
          * @description Creates the chosen candidate's spec (the first by default) as an ordinary, editable deployment labelled `berth.dev/deployment-request: <id>`; the request's status names it. Applying again answers the same request; another candidate then is a 409.
          */
         post: operations["applyDeploymentRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List operations
+         * @description Oldest first, paged by an opaque cursor. A project-bound key sees its project's operations; an installation key sees all.
+         */
+        get: operations["listOperations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an operation (resize, retire, restart) with its phase, step and progress */
+        get: operations["getOperation"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1037,9 +1195,42 @@ export interface components {
              * @description When the event occurred
              */
             timestamp: string;
-            data: {
-                [key: string]: unknown;
+            data: components["schemas"]["DeploymentScaledData"];
+        };
+        DeploymentScaledData: {
+            deployment: components["schemas"]["DeploymentSummary"];
+            /** @description autoscaler for an applied change (the replicas PATCH), agent for a shadow recommendation */
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                kind: "user" | "agent" | "autoscaler" | "system";
+                /** @description The API key (user) or agent credential (agent) used */
+                keyId?: string;
             };
+            role: string;
+            /** @description Replicas before (shadow: the current replicas) */
+            from: number;
+            /** @description Replicas after (shadow: the recommendation, not applied) */
+            to: number;
+            /**
+             * @description active: the autoscaler changed the spec; shadow: it only recommended
+             * @enum {string}
+             */
+            mode: "shadow" | "active";
+            /** @description Why, as a CamelCase word, e.g. QueueDepth */
+            reason: string;
+            /** @description Why, in words */
+            message?: string;
+            /** @description What the decision rested on */
+            signals: components["schemas"]["ScaledSignal"][];
+        };
+        ScaledSignal: {
+            name: string;
+            value: number;
+            unit: string;
+            observedAt: string;
         };
         DeploymentResizedWebhook: {
             /** @enum {string} */
@@ -1061,9 +1252,16 @@ export interface components {
              * @description When the event occurred
              */
             timestamp: string;
-            data: {
-                [key: string]: unknown;
-            };
+            data: components["schemas"]["ReplicaRetirementData"];
+        };
+        ReplicaRetirementData: {
+            deployment: components["schemas"]["DeploymentSummary"];
+            role: string;
+            /** @description The replica index */
+            replica?: number;
+            /** @description The retire operation (absent when an agent reported it without one) */
+            operationId?: string;
+            actor: components["schemas"]["Actor"];
         };
         ReplicaRetiredWebhook: {
             /** @enum {string} */
@@ -1073,9 +1271,7 @@ export interface components {
              * @description When the event occurred
              */
             timestamp: string;
-            data: {
-                [key: string]: unknown;
-            };
+            data: components["schemas"]["ReplicaRetirementData"];
         };
         OperationStartedWebhook: {
             /** @enum {string} */
@@ -1085,9 +1281,40 @@ export interface components {
              * @description When the event occurred
              */
             timestamp: string;
-            data: {
+            data: components["schemas"]["OperationEventData"];
+        };
+        OperationEventData: {
+            operation: components["schemas"]["OperationSummary"];
+            deployment: components["schemas"]["DeploymentSummary"];
+            actor: components["schemas"]["Actor"];
+            /**
+             * @description operation.failed only: how it ended
+             * @enum {string}
+             */
+            phase?: "Failed" | "Aborted";
+            params?: {
                 [key: string]: unknown;
             };
+            /** @description operation.succeeded: what it achieved */
+            result?: {
+                [key: string]: unknown;
+            };
+            /** @description operation.failed: why */
+            error?: {
+                reason: string;
+                message: string;
+            };
+        };
+        OperationSummary: {
+            /** @description op_… */
+            id: string;
+            /** @enum {string} */
+            kind: "retire" | "resize" | "restart";
+            deploymentId: string;
+            role: string;
+            replica?: number;
+            phase: string;
+            step: string;
         };
         OperationSucceededWebhook: {
             /** @enum {string} */
@@ -1097,9 +1324,7 @@ export interface components {
              * @description When the event occurred
              */
             timestamp: string;
-            data: {
-                [key: string]: unknown;
-            };
+            data: components["schemas"]["OperationEventData"];
         };
         OperationFailedWebhook: {
             /** @enum {string} */
@@ -1109,9 +1334,7 @@ export interface components {
              * @description When the event occurred
              */
             timestamp: string;
-            data: {
-                [key: string]: unknown;
-            };
+            data: components["schemas"]["OperationEventData"];
         };
         ClusterConnectedWebhook: {
             /** @enum {string} */
@@ -1583,10 +1806,7 @@ export interface components {
             roles?: components["schemas"]["RoleStatus"][];
             /** @description Current conditions, one per type. */
             conditions?: components["schemas"]["Condition"][];
-            /** @description The autoscaler's latest recommendation; agent-defined. */
-            scaling?: {
-                [key: string]: unknown;
-            };
+            scaling?: components["schemas"]["ScalingStatus"];
             /** @description Per-replica state; agent-defined. */
             replicas?: {
                 [key: string]: unknown;
@@ -1633,6 +1853,52 @@ export interface components {
              * @description When `status` last changed.
              */
             lastTransitionTime: string;
+        };
+        /** @description The autoscaler's latest evaluation (written by the agent with the status). */
+        ScalingStatus: {
+            /**
+             * @description The mode the autoscaler ran in: `shadow` only recommends, `active` applies.
+             * @enum {string}
+             */
+            mode: "off" | "shadow" | "active";
+            /** @description Per scaled role: current and recommended replicas and why. */
+            roles: components["schemas"]["ScalingRoleStatus"][];
+            /**
+             * Format: date-time
+             * @description When the autoscaler last changed replicas.
+             */
+            lastScaleAt?: string;
+        };
+        ScalingRoleStatus: {
+            /** @description Role name. */
+            name: string;
+            /** @description Replicas in the spec now. */
+            current: number;
+            /** @description Replicas the algorithm recommends; absent when it could not decide (e.g. metrics missing), never a made-up number. */
+            recommended?: number;
+            /** @description What the autoscaler sets (active) or would set (shadow) after bounds, stabilization, PD ratio and one retirement at a time. */
+            desired?: number;
+            /** @description Why, as a CamelCase word, e.g. `QueueDepth`, `WithinTolerance`, `MetricsMissing`. */
+            reason: string;
+            /** @description Why, in words: the formula's inputs and result, or what held it back. */
+            message?: string;
+            /** @description What held the recommendation back, if anything, in CamelCase: e.g. `MinReplicas`, `MaxReplicas`, `PdRatio`, `Stabilization`, `RetirementInFlight`. */
+            limitedBy?: string;
+            /** @description The signals the recommendation rests on. */
+            signals: components["schemas"]["ScalingSignal"][];
+        };
+        ScalingSignal: {
+            /** @description e.g. `requests_running`, `requests_waiting`, `ttft_p90`. */
+            name: string;
+            /** @description The aggregate the decision used. */
+            value: number;
+            /** @description e.g. `requests`, `ms`. */
+            unit: string;
+            /**
+             * Format: date-time
+             * @description When it was read.
+             */
+            observedAt: string;
         };
         DeploymentCreate: {
             name: components["schemas"]["DeploymentName"];
@@ -1865,6 +2131,155 @@ export interface components {
             };
             spec: components["schemas"]["DeploymentSpecInput"];
         };
+        Operation: {
+            /** @description op_… */
+            id: string;
+            /**
+             * @description retire: remove one replica through the drain protocol; resize: change an elastic role's DP width; restart: replace a replica's pods.
+             * @enum {string}
+             */
+            kind: "retire" | "resize" | "restart";
+            deploymentId: string;
+            projectId: string;
+            /** @description The role it works on. */
+            role: string;
+            /** @description The replica index it works on (retire, restart); absent for a whole role (resize). */
+            replica?: number;
+            /**
+             * @description Pending → Running → Succeeded | Failed | Aborted; terminal phases are final.
+             * @enum {string}
+             */
+            phase: "Pending" | "Running" | "Succeeded" | "Failed" | "Aborted";
+            /** @description The current protocol step. */
+            step: string;
+            /** @description The operation's inputs, e.g. `{ fromWidth, toWidth }` for a resize. */
+            params?: {
+                [key: string]: unknown;
+            };
+            /** @description Every step so far, oldest first; the last one is open while the operation runs. */
+            steps: components["schemas"]["OperationStep"][];
+            /** @description What is happening now, for people. */
+            message: string;
+            progress?: components["schemas"]["OperationProgress"];
+            /**
+             * Format: date-time
+             * @description When the operation was recorded.
+             */
+            startedAt: string;
+            /**
+             * Format: date-time
+             * @description When it entered a terminal phase (set by the server).
+             */
+            finishedAt?: string;
+            /** @description What the operation achieved, e.g. `{ width: 4 }`. */
+            result?: {
+                [key: string]: unknown;
+            };
+            error?: components["schemas"]["OperationError"];
+            resourceVersion: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        OperationStep: {
+            /** @description The protocol step, in CamelCase: retire goes Withdrawing → Draining → Deleting → Settling; resize e.g. AdmittingPods → Joining → Scaling → Verifying → UpdatingRouter. */
+            name: string;
+            /**
+             * Format: date-time
+             * @description When the step began.
+             */
+            startedAt: string;
+            /**
+             * Format: date-time
+             * @description When it ended; absent while it runs.
+             */
+            finishedAt?: string;
+        };
+        OperationProgress: {
+            /** @description Where the step stands, e.g. 3 ranks joined, or 5 requests still in flight. */
+            current: number;
+            /** @description Where it ends, e.g. 4 ranks, or 0 requests in flight. */
+            target?: number;
+            /** @description What current and target count, e.g. `ranks`, `requests`, `pods`. */
+            unit: string;
+        };
+        OperationError: {
+            /** @description Machine-readable cause in CamelCase, e.g. `DrainBudgetExceeded`. */
+            reason: string;
+            /** @description What went wrong and what was kept (an aborted retirement keeps the replica). */
+            message: string;
+        };
+        ResizeRequest: {
+            /** @description The new data-parallel width (ranks): 2..elastic.maxWidth, not the current one. */
+            width: number;
+        };
+        DeploymentMetrics: {
+            deploymentId: string;
+            /**
+             * Format: date-time
+             * @description When the agent scraped them.
+             */
+            observedAt: string;
+            /**
+             * Format: date-time
+             * @description When the API stored them.
+             */
+            receivedAt: string;
+            roles: components["schemas"]["RoleMetrics"][];
+        };
+        RoleMetrics: {
+            /** @description A role of the deployment. */
+            name: string;
+            signals: components["schemas"]["MetricSignal"][];
+            /** @description Signals, or pods, that could not be read this round. */
+            missing: components["schemas"]["MissingSignal"][];
+        };
+        MetricSignal: {
+            /** @description What is measured, e.g. `requests_running`, `requests_waiting`, `kv_cache_usage`, `ttft_p90`, `itl_p90`. */
+            name: string;
+            /** @description The role's aggregate (a sum for counts, a mean for ratios, a quantile over the pooled histogram for latencies); absent when no pod reported it. */
+            value?: number;
+            /** @description e.g. `requests`, `ratio`, `ms`, `tokens/s`. */
+            unit: string;
+            /** @description How many pods the value aggregates. */
+            podCount: number;
+            /**
+             * Format: date-time
+             * @description When the newest sample in the value was read.
+             */
+            observedAt: string;
+        };
+        MissingSignal: {
+            /** @description What is measured, e.g. `requests_running`, `requests_waiting`, `kv_cache_usage`, `ttft_p90`, `itl_p90`. */
+            name: string;
+            /** @description The pod that could not be read; absent when no pod of the role exposes it. */
+            pod?: string;
+            /** @description Why, e.g. `scrape timed out after 2 s`, `metric not exposed (SGLang without --enable-metrics)`. */
+            reason: string;
+        };
+        ScalingEventList: {
+            items: components["schemas"]["Event"][];
+            /** @description Pass as ?cursor= for the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        Event: {
+            /** @description Global, increasing; resume a stream after it */
+            seq: number;
+            /** @description evt_…; also the webhook-id of its deliveries */
+            id: string;
+            type: components["schemas"]["EventType"];
+            /** Format: date-time */
+            occurredAt: string;
+            /** @description null for installation-wide events (clusters) */
+            projectId: string | null;
+            deploymentId?: string;
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /** @enum {string} */
+        EventType: "deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test";
         ClusterCreated: {
             cluster: components["schemas"]["Cluster"];
             joinToken: string;
@@ -1947,28 +2362,83 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        AgentOperationCreate: {
+            /**
+             * @description retire: remove one replica through the drain protocol; resize: change an elastic role's DP width; restart: replace a replica's pods.
+             * @enum {string}
+             */
+            kind: "retire" | "resize" | "restart";
+            /** @description A deployment of the agent's cluster. */
+            deploymentId: string;
+            /** @description A role of that deployment. */
+            role: string;
+            /** @description The replica index (retire, restart). */
+            replica?: number;
+            /** @description The operation's inputs, e.g. `{ fromWidth, toWidth }` for a resize. */
+            params?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Pending, or Running when work has already begun; defaults to Pending.
+             * @enum {string}
+             */
+            phase?: "Pending" | "Running";
+            /** @description The protocol step, in CamelCase: retire goes Withdrawing → Draining → Deleting → Settling; resize e.g. AdmittingPods → Joining → Scaling → Verifying → UpdatingRouter. */
+            step: string;
+            /** @description What is happening now; defaults to empty. */
+            message?: string;
+        };
+        AgentOperationList: {
+            items: components["schemas"]["Operation"][];
+            /** @description Pass as ?cursor= for the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        AgentOperationPatch: {
+            /**
+             * @description Pending → Running → Succeeded | Failed | Aborted; terminal phases are final.
+             * @enum {string}
+             */
+            phase?: "Pending" | "Running" | "Succeeded" | "Failed" | "Aborted";
+            /** @description The protocol step, in CamelCase: retire goes Withdrawing → Draining → Deleting → Settling; resize e.g. AdmittingPods → Joining → Scaling → Verifying → UpdatingRouter. */
+            step?: string;
+            /** @description Replaces the step history; without it the server closes the open step and opens a new one whenever `step` changes. */
+            steps?: components["schemas"]["OperationStep"][];
+            message?: string;
+            /** @description null removes it. */
+            progress?: {
+                /** @description Where the step stands, e.g. 3 ranks joined, or 5 requests still in flight. */
+                current: number;
+                /** @description Where it ends, e.g. 4 ranks, or 0 requests in flight. */
+                target?: number;
+                /** @description What current and target count, e.g. `ranks`, `requests`, `pods`. */
+                unit: string;
+            } | null;
+            /** @description null removes it. */
+            result?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description null removes it. */
+            error?: {
+                /** @description Machine-readable cause in CamelCase, e.g. `DrainBudgetExceeded`. */
+                reason: string;
+                /** @description What went wrong and what was kept (an aborted retirement keeps the replica). */
+                message: string;
+            } | null;
+        };
+        DeploymentMetricsInput: {
+            /**
+             * Format: date-time
+             * @description When this round of scraping ended.
+             */
+            observedAt: string;
+            /** @description One entry per role scraped. */
+            roles: components["schemas"]["RoleMetrics"][];
+        };
         EventList: {
             items: components["schemas"]["Event"][];
             /** @description Pass as ?cursor= for the next page; null on the last page. */
             nextCursor: string | null;
         };
-        Event: {
-            /** @description Global, increasing; resume a stream after it */
-            seq: number;
-            /** @description evt_…; also the webhook-id of its deliveries */
-            id: string;
-            type: components["schemas"]["EventType"];
-            /** Format: date-time */
-            occurredAt: string;
-            /** @description null for installation-wide events (clusters) */
-            projectId: string | null;
-            deploymentId?: string;
-            data: {
-                [key: string]: unknown;
-            };
-        };
-        /** @enum {string} */
-        EventType: "deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test";
         WebhookWithSecret: {
             /** @description whk_… */
             id: string;
@@ -2513,6 +2983,11 @@ export interface components {
         ApplyDeploymentRequest: {
             /** @description Rank of the candidate to deploy; defaults to 1. */
             candidate?: number;
+        };
+        OperationList: {
+            items: components["schemas"]["Operation"][];
+            /** @description Pass as ?cursor= for the next page; null on the last page. */
+            nextCursor: string | null;
         };
         ModelCatalog: {
             items: components["schemas"]["ModelArchitecture"][];
@@ -3856,6 +4331,273 @@ export interface operations {
             };
         };
     };
+    resizeDeploymentRole: {
+        parameters: {
+            query?: {
+                /** @description With an installation-wide key, the project in which to look the name up */
+                projectId?: string;
+            };
+            header?: {
+                /** @description Only apply if the ETag ("<resourceVersion>") still matches */
+                "if-match"?: string;
+                /** @description Replay-safe POST key */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Deployment id (dep_…) or name */
+                idOrName: string;
+                /** @description Role name */
+                role: string;
+            };
+            cookie?: never;
+        };
+        /** @description The new width */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResizeRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted: the spec has the new width and the Operation tracks the change */
+            202: {
+                headers: {
+                    /** @description URL of the operation */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the current ETag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content type not accepted */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getDeploymentMetrics: {
+        parameters: {
+            query?: {
+                /** @description With an installation-wide key, the project in which to look the name up */
+                projectId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Deployment id (dep_…) or name */
+                idOrName: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The latest metrics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentMetrics"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listScalingEvents: {
+        parameters: {
+            query?: {
+                /** @description With an installation-wide key, the project in which to look the name up */
+                projectId?: string;
+                /** @description Page size, 1–200 */
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Deployment id (dep_…) or name */
+                idOrName: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deployment.scaled events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScalingEventList"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listClusters: {
         parameters: {
             query?: {
@@ -4338,6 +5080,362 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content type not accepted */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    agentListOperations: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–200 */
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description Only this deployment's operations */
+                deploymentId?: string;
+                /** @description Only operations of this kind */
+                kind?: "retire" | "resize" | "restart";
+                /** @description Only operations in this phase; repeat for several (phase=Pending&phase=Running) */
+                phase?: ("Pending" | "Running" | "Succeeded" | "Failed" | "Aborted")[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of operations, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentOperationList"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    agentCreateOperation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replay-safe POST key */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The operation */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentOperationCreate"];
+            };
+        };
+        responses: {
+            /** @description Recorded */
+            201: {
+                headers: {
+                    /** @description The resource version, quoted: "<resourceVersion>" */
+                    ETag?: string;
+                    /** @description URL of the operation */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content type not accepted */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    agentPatchOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description op_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Merge patch */
+        requestBody: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["AgentOperationPatch"];
+                "application/json": components["schemas"]["AgentOperationPatch"];
+            };
+        };
+        responses: {
+            /** @description The operation */
+            200: {
+                headers: {
+                    /** @description The resource version, quoted: "<resourceVersion>" */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content type not accepted */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    agentPutDeploymentMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Deployment id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Per role: the signals read and what could not be read */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeploymentMetricsInput"];
+            };
+        };
+        responses: {
+            /** @description As stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentMetrics"];
+                };
             };
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
@@ -5498,6 +6596,127 @@ export interface operations {
             };
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listOperations: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–200 */
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description Only this deployment's operations */
+                deploymentId?: string;
+                /** @description Only operations of this kind */
+                kind?: "retire" | "resize" | "restart";
+                /** @description Only operations in this phase; repeat for several (phase=Pending&phase=Running) */
+                phase?: ("Pending" | "Running" | "Succeeded" | "Failed" | "Aborted")[];
+                /** @description With an installation-wide key, only this project's operations */
+                projectId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of operations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationList"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description op_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operation */
+            200: {
+                headers: {
+                    /** @description The resource version, quoted: "<resourceVersion>" */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -14,12 +14,18 @@ import { toDeployment } from "./deployment-view.ts";
 import { checkIfMatch, findVisibleDeployment, type DeploymentAddress } from "./find-deployment.ts";
 import { countGpus } from "../../domain/admission.ts";
 import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
+import { recordAutoscalerChanges } from "./record-scaled-events.ts";
+import type { Db } from "../../../db/client.ts";
 
 export interface DeploymentWrite {
   address: DeploymentAddress;
   ifMatch?: string;
   /** Given the stored spec and labels, the raw (unvalidated) new ones. */
   build(current: { spec: DeploymentSpec; labels: Record<string, string> }): { rawSpec: unknown; rawLabels: unknown };
+  /** A verb's own checks on the locked row, after If-Match, before anything is built (same transaction). */
+  check?(tx: Db, current: DeploymentRow): Promise<void>;
+  /** A verb's own writes after the deployment's, in the same transaction (only when something changed). */
+  after?(tx: Db, written: { previous: DeploymentRow; updated: DeploymentRow; now: Date }): Promise<void>;
 }
 
 export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrite): Promise<Deployment> {
@@ -31,6 +37,7 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
     if (current.deletionRequestedAt) {
       throw new Conflict(`Deployment "${current.name}" is being deleted; it cannot change any more.`);
     }
+    await write.check?.(tx, current);
     const previous = current.spec as DeploymentSpec;
     const { rawSpec, rawLabels } = write.build({ spec: previous, labels: current.labels });
     const labels = DeploymentLabels.safeParse(rawLabels);
@@ -59,6 +66,8 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
         deploymentId: updated.id,
         data: { deployment: summarize(updated), actor: writerOf(ctx), specChanged, labelsChanged },
       });
+      if (ctx.principal.kind === "agent") await recordAutoscalerChanges(tx, now, { previous: current, updated, actor: writerOf(ctx) });
+      await write.after?.(tx, { previous: current, updated, now });
     }
     return updated;
   });
