@@ -1,7 +1,11 @@
-// The agent's composition: the desired-state long-poll, a per-deployment work queue
-// (serialised per deployment, parallel across them, capped exponential backoff per key),
-// a periodic resync and the heartbeat. Each pass is observe → render → plan → apply → report.
-// Losing the API only stops news: what the agent last knew keeps being reconciled as is.
+// The agent's composition: the desired-state long-poll, informers on every object it manages
+// (each change enqueues the deployment named on the object), a per-deployment work queue
+// (serialised per deployment, parallel across them, capped exponential backoff per key), a
+// slow safety re-check of unsettled deployments, a periodic resync and the heartbeat. Each pass
+// is observe (from the informers' cache) → render → plan → apply → report. No pass runs before
+// the kinds it reads have listed once, nor before the cache shows its previous pass's writes
+// (expectations, bounded). Losing the API only stops news: what the agent last knew keeps being
+// reconciled as is.
 import type { RenderInput } from "../../k8s/render/index.ts";
 import { namespaceName, resolveOptions } from "../../k8s/render/index.ts";
 import type { Clock } from "../domain/clock.ts";
@@ -10,9 +14,12 @@ import type { DeploymentStatus } from "../domain/deployment-spec.ts";
 import { CLUSTER_DISCONNECTED } from "../domain/unobserved-status.ts";
 import { type AgentApi, ApiError } from "./api-client.ts";
 import { applyActions } from "./apply.ts";
+import { affectedKeys, kindsFor, type KnownDeployments, observeFromCache } from "./cluster-cache.ts";
+import { expectationsOf, expectationWait, type PendingExpectations } from "./expectations.ts";
+import { createInformers } from "./informers.ts";
 import { computeInventory } from "./inventory.ts";
 import type { Kube } from "./kube.ts";
-import { observeDeployment, type Observed, observedCount } from "./observe.ts";
+import { type Observed, observedCount } from "./observe.ts";
 import { type Action, isRetirement, planDeployment } from "./plan.ts";
 import { buildEndpointList, readyRouterPods } from "./router-endpoint-list.ts";
 import { pushEndpoints, tokenFromSecret } from "./router-endpoints.ts";
@@ -23,8 +30,15 @@ export interface AgentConfig {
   routerImage: string;
   heartbeatMs: number;
   resyncMs: number;
-  /** Re-check a deployment this soon while it is not settled (no watch yet). */
+  /**
+   * Safety re-check of a deployment that is not settled: informer events re-enqueue it as soon
+   * as anything it owns changes, so this only bounds how long a missed event could stall it.
+   */
   settleMs: number;
+  /** How long a pass waits for the cache to show the previous pass's writes before planning anyway. */
+  expectationTimeoutMs: number;
+  /** Base of the informers' watch timeoutSeconds (each watch takes a random value in [base, 2 × base)). */
+  watchTimeoutSeconds: number;
   waitSeconds: number;
   backoffBaseMs: number;
   backoffCapMs: number;
@@ -35,7 +49,9 @@ export const DEFAULT_AGENT_CONFIG: AgentConfig = {
   routerImage: "ghcr.io/berth/berth:0.1.0",
   heartbeatMs: 10_000,
   resyncMs: 30_000,
-  settleMs: 1_000,
+  settleMs: 5_000,
+  expectationTimeoutMs: 10_000,
+  watchTimeoutSeconds: 300,
   waitSeconds: 30,
   backoffBaseMs: 500,
   backoffCapMs: 60_000,
@@ -65,6 +81,8 @@ interface KeyState {
   lastStatus?: DeploymentStatus | null;
   /** Builtin router: router pod ack key → hash of the endpoint list it acknowledged. */
   routerAcks: Map<string, string>;
+  /** What the cache must show of this deployment's last writes before it is planned again. */
+  expecting?: PendingExpectations;
 }
 
 export interface Agent {
@@ -93,6 +111,27 @@ export function createAgent({
   const timers: ReturnType<typeof setInterval>[] = [];
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
+
+  const informers = createInformers({
+    kube,
+    watchTimeoutSeconds: config.watchTimeoutSeconds,
+    backoffBaseMs: config.backoffBaseMs,
+    backoffCapMs: config.backoffCapMs,
+    logger,
+    onChange: (kind, object) => {
+      for (const key of affectedKeys(kind, object, known)) enqueue(key);
+    },
+    // Passes held back until their kinds listed (see run) go now.
+    onSynced: () => desired.forEach((_, key) => enqueue(key)),
+  });
+  const { cache } = informers;
+  const lookup = cache.get.bind(cache);
+  const known: KnownDeployments = {
+    has: (id) => desired.has(id),
+    *[Symbol.iterator]() {
+      for (const [key, item] of desired) yield [key, namespaceName(item.projectName)];
+    },
+  };
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -124,9 +163,28 @@ export function createAgent({
     }, delayMs);
   }
 
+  /** 0 when the key may be planned now; otherwise how long to wait (undefined: until a kind syncs). */
+  function holdOf(key: string, state: KeyState): number | undefined {
+    const item = desired.get(key);
+    if (!item) return 0;
+    // Before its kinds listed once, an empty cache would read as "nothing exists".
+    if (!informers.isSynced(kindsFor(item.deleting || item.deployment.spec.router !== undefined))) return undefined;
+    const { waitMs, unmet } = expectationWait(state.expecting, lookup, Date.now());
+    if (waitMs > 0) return waitMs;
+    if (unmet.length > 0) logger.warn("writes not observed in time; planning anyway", { deploymentId: key, unmet: unmet.length, first: unmet[0] });
+    state.expecting = undefined;
+    return 0;
+  }
+
   async function run(key: string): Promise<void> {
     const state = stateOf(key);
     state.timer = undefined;
+    // Held back: an event (the cache showing the writes, a kind syncing) or the deadline wakes it.
+    const hold = holdOf(key, state);
+    if (hold !== 0) {
+      if (hold !== undefined) enqueue(key, hold);
+      return;
+    }
     state.running = true;
     state.dirty = false;
     let next: number | undefined;
@@ -160,15 +218,22 @@ export function createAgent({
     };
     const namespace = namespaceName(projectName);
     const routerKinds = deleting || deployment.spec.router !== undefined;
-    const observed = await observeDeployment(kube, namespace, deployment.id, routerKinds);
+    const observed = observeFromCache(cache, namespace, deployment.id, routerKinds);
     const actions = planDeployment({ render, deleting, observed });
+    // Every write that lands is expected in the cache before the next plan of this deployment.
+    const expect = (action: Action) => {
+      state.expecting = {
+        items: [...(state.expecting?.items ?? []), ...expectationsOf(action)],
+        deadline: Date.now() + config.expectationTimeoutMs,
+      };
+    };
     // Instances that retire (surplus, stale) are withdrawn from the builtin router first: their
     // deletes run only after every Ready router pod acknowledged them as draining.
     const retirements = actions.filter(isRetirement);
     let applyError: string | undefined;
     let pushError: string | undefined;
     try {
-      await applyActions(kube, actions.filter((a) => !isRetirement(a)));
+      await applyActions(kube, actions.filter((a) => !isRetirement(a)), expect);
       if (!deleting) await pushRouterEndpoints(render, observed, retirements, state);
     } catch (error) {
       if (error instanceof PushError) pushError = error.message;
@@ -176,7 +241,7 @@ export function createAgent({
     }
     if (!applyError && !pushError) {
       try {
-        await applyActions(kube, retirements);
+        await applyActions(kube, retirements, expect);
       } catch (error) {
         applyError = (error as Error).message;
       }
@@ -187,8 +252,9 @@ export function createAgent({
       logger.info("deployment removed", { deploymentId: key });
       return true;
     }
-    // Report what is observed after the writes, never what was intended.
-    const after: Observed = actions.length > 0 ? await observeDeployment(kube, namespace, deployment.id, routerKinds) : observed;
+    // Report what is observed, never what was intended: the cache may not show this pass's writes
+    // yet; their watch events enqueue the next pass, which reports them.
+    const after: Observed = actions.length > 0 ? observeFromCache(cache, namespace, deployment.id, routerKinds) : observed;
     const status = computeStatus({
       render,
       deleting,
@@ -276,6 +342,7 @@ export function createAgent({
 
   return {
     start() {
+      informers.start();
       loops.push(heartbeat(), pollDesired());
       timers.push(setInterval(() => void heartbeat(), config.heartbeatMs));
       timers.push(setInterval(() => desired.forEach((_, key) => enqueue(key)), config.resyncMs));
@@ -285,7 +352,7 @@ export function createAgent({
       abort.abort();
       timers.forEach(clearInterval);
       for (const state of keys.values()) if (state.timer) clearTimeout(state.timer);
-      await Promise.allSettled([...loops, ...inFlight]);
+      await Promise.allSettled([...loops, ...inFlight, informers.stop()]);
     },
   };
 }

@@ -67,7 +67,13 @@ export async function applyAction(kube: Kube, action: Action): Promise<void> {
   }
 }
 
-/** In order (the namespace first: everything lives in it); stops at the first failure. */
-export async function applyActions(kube: Kube, actions: Action[]): Promise<void> {
-  for (const action of actions) await applyAction(kube, action);
+/**
+ * In order (the namespace first: everything lives in it); stops at the first failure.
+ * @param applied called after each action that succeeded (the agent then expects to observe it)
+ */
+export async function applyActions(kube: Kube, actions: Action[], applied?: (action: Action) => void): Promise<void> {
+  for (const action of actions) {
+    await applyAction(kube, action);
+    applied?.(action);
+  }
 }

@@ -2,6 +2,8 @@
 import { AppsV1Api, CoreV1Api, type KubeConfig, KubernetesObjectApi, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 
 export interface Kube {
+  /** The configuration the clients were built from: informers make their own watches from it. */
+  kc: KubeConfig;
   core: CoreV1Api;
   /** The router Deployment. */
   apps: AppsV1Api;
@@ -12,6 +14,7 @@ export interface Kube {
 
 export function createKube(kc: KubeConfig): Kube {
   return {
+    kc,
     core: kc.makeApiClient(CoreV1Api),
     apps: kc.makeApiClient(AppsV1Api),
     rbac: kc.makeApiClient(RbacAuthorizationV1Api),

@@ -1,5 +1,7 @@
 // Observe: what exists in the cluster for one deployment, selected by the agent's labels.
-// A relist per reconcile pass (no informer yet); a missing namespace observes as empty.
+// The agent reads it from its informers' cache (`observeFromCache` in cluster-cache.ts);
+// `observeDeployment` here is the same observation by relisting (a missing namespace observes as
+// empty), kept as the reference the cache is checked against and as the benchmark's baseline.
 // Router pods (owned by the router Deployment, labelled berth.dev/component=router) are kept
 // apart from engine pods: the planner never creates or deletes them one by one.
 import type {
