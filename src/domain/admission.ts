@@ -291,6 +291,14 @@ function checkScaling(spec: DeploymentSpec, errors: FieldError[]): void {
         message: `minReplicas ${entry.minReplicas} is above maxReplicas ${entry.maxReplicas}; lower minReplicas or raise maxReplicas`,
       });
     }
+    // A role at zero has nobody to take a request: only the built-in router holds requests
+    // (and reports them) until the autoscaler brings a replica back.
+    if (entry.minReplicas === 0 && spec.router?.kind !== "builtin") {
+      errors.push({
+        pointer: at("spec", "scaling", "roles", k, "minReplicas"),
+        message: `minReplicas 0 (scale to zero) needs the built-in router (spec.router.kind builtin), which holds requests while role "${entry.name}" has no replicas; add it or set minReplicas to 1`,
+      });
+    }
   });
   if (scaling.pdRatio) {
     const pd = indicesOf(spec, "prefill").length > 0 && indicesOf(spec, "decode").length > 0;

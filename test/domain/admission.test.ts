@@ -92,6 +92,8 @@ describe("admitDeploymentSpec", () => {
     ["refuses scaling bounds for an unknown role", aDeployment().spec({ scaling: { roles: [{ name: "decode", maxReplicas: 4 }] } }).build(), {}, ["/spec/scaling/roles/0/name"]],
     ["refuses scaling bounds given twice", aDeployment().spec({ scaling: { roles: [{ name: "server", maxReplicas: 4 }, { name: "server", maxReplicas: 5 }] } }).build(), {}, ["/spec/scaling/roles/1/name"]],
     ["refuses minReplicas above maxReplicas", aDeployment().spec({ scaling: { roles: [{ name: "server", minReplicas: 5, maxReplicas: 4 }] } }).build(), {}, ["/spec/scaling/roles/0/minReplicas"]],
+    ["refuses minReplicas 0 without the builtin router", aDeployment().spec({ scaling: { roles: [{ name: "server", minReplicas: 0, maxReplicas: 4 }] } }).build(), {}, ["/spec/scaling/roles/0/minReplicas"]],
+    ["admits minReplicas 0 with the builtin router", aDeployment().spec({ router: { kind: "builtin" }, scaling: { roles: [{ name: "server", minReplicas: 0, maxReplicas: 4 }] } }).build(), {}, []],
     ["refuses pdRatio without PD", aDeployment().spec({ scaling: { pdRatio: { min: 1, max: 2 } } }).build(), {}, ["/spec/scaling/pdRatio"]],
     ["refuses pdRatio min above max", aDeployment().pd().spec({ scaling: { pdRatio: { min: 3, max: 2 } } }).build(), {}, ["/spec/scaling/pdRatio/min"]],
 
