@@ -11,9 +11,12 @@ import { namespaceName, resolveOptions } from "../../k8s/render/index.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { DesiredState } from "../domain/cluster.ts";
 import type { DeploymentStatus } from "../domain/deployment-spec.ts";
+import type { Deployment } from "../domain/deployment.ts";
+import type { Inventory } from "../domain/cluster.ts";
 import { CLUSTER_DISCONNECTED } from "../domain/unobserved-status.ts";
 import { type AgentApi, ApiError } from "./api-client.ts";
 import { applyActions } from "./apply.ts";
+import { createAutoscaler, type ScalingReport } from "./autoscaler.ts";
 import { affectedKeys, kindsFor, type KnownDeployments, observeFromCache } from "./cluster-cache.ts";
 import { expectationsOf, expectationWait, type PendingExpectations } from "./expectations.ts";
 import { createInformers } from "./informers.ts";
@@ -21,7 +24,7 @@ import { computeInventory } from "./inventory.ts";
 import type { Kube } from "./kube.ts";
 import { type Observed, observedCount } from "./observe.ts";
 import { type Action, isRetirement, planDeployment } from "./plan.ts";
-import { buildEndpointList, readyRouterPods } from "./router-endpoint-list.ts";
+import { buildEndpointsBody, readyRouterPods } from "./router-endpoint-list.ts";
 import { pushEndpoints, tokenFromSecret } from "./router-endpoints.ts";
 import { computeStatus } from "./status.ts";
 
@@ -83,6 +86,10 @@ interface KeyState {
   routerAcks: Map<string, string>;
   /** What the cache must show of this deployment's last writes before it is planned again. */
   expecting?: PendingExpectations;
+  /** The autoscaler's latest evaluation, written by the next pass (one status writer). */
+  scaling?: ScalingReport;
+  /** Autoscaler evaluations waiting for a pass to write them: resolved with the stored deployment. */
+  scalingWaiters: Set<{ report: ScalingReport | undefined; done: (written: Deployment | "unchanged" | undefined) => void }>;
 }
 
 export interface Agent {
@@ -139,9 +146,43 @@ export function createAgent({
       abort.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
     });
 
+  let inventory: Inventory | undefined;
+  const autoscaler = createAutoscaler({
+    api,
+    item: (key) => desired.get(key),
+    observe: (key) => {
+      const item = desired.get(key);
+      const routerKinds = item?.deployment.spec.router !== undefined;
+      if (!item || !informers.isSynced(kindsFor(routerKinds))) return undefined;
+      return observeFromCache(cache, namespaceName(item.projectName), key, routerKinds);
+    },
+    inventory: () => inventory,
+    // The pass writes status; the autoscaler waits for it (bounded) before it PATCHes replicas.
+    report: (key, report, timeoutMs) =>
+      new Promise((resolve) => {
+        const state = stateOf(key);
+        state.scaling = report;
+        if (timeoutMs > 0) {
+          const waiter = {
+            report,
+            done: (written: Deployment | "unchanged" | undefined) => {
+              clearTimeout(timer);
+              state.scalingWaiters.delete(waiter);
+              resolve(written);
+            },
+          };
+          const timer = setTimeout(() => waiter.done(undefined), timeoutMs);
+          state.scalingWaiters.add(waiter);
+        } else resolve(undefined);
+        enqueue(key);
+      }),
+    routerImage: config.routerImage,
+    logger,
+  });
+
   const stateOf = (key: string) => {
     let state = keys.get(key);
-    if (!state) keys.set(key, (state = { running: false, dirty: false, failures: 0, routerAcks: new Map() }));
+    if (!state) keys.set(key, (state = { running: false, dirty: false, failures: 0, routerAcks: new Map(), scalingWaiters: new Set() }));
     return state;
   };
 
@@ -212,6 +253,8 @@ export function createAgent({
     const item = desired.get(key);
     if (!item) return true;
     const { deployment, deleting, projectName } = item;
+    autoscaler.sync(key);
+    const scaling = state.scaling;
     const render: RenderInput = {
       deployment: { id: deployment.id, name: deployment.name, projectName, spec: deployment.spec, generation: deployment.generation },
       options: { routerImage: config.routerImage },
@@ -264,14 +307,16 @@ export function createAgent({
       now: clock.now(),
       routerAcks: state.routerAcks,
       pushError,
+      ...(scaling && { scaling }),
     });
     const body = JSON.stringify(status);
     // The API marks a silent cluster's deployments Ready Unknown: once heard again, the agent
     // re-sends what it observes even when that has not changed since its last write.
     const markedByApi = deployment.status?.conditions?.some((c) => c.reason === CLUSTER_DISCONNECTED) ?? false;
+    let written: Deployment | "unchanged" = "unchanged";
     if (body !== state.lastSent || markedByApi) {
       try {
-        await api.putStatus(deployment.id, status, abort.signal);
+        written = (await api.putStatus(deployment.id, status, abort.signal)) ?? "unchanged";
         state.lastSent = body;
         state.lastStatus = status;
         if (desired.get(key) === item) desired.set(key, { ...item, deployment: { ...deployment, status } });
@@ -280,6 +325,7 @@ export function createAgent({
         if (!(error instanceof ApiError && error.status === 404)) throw error;
       }
     }
+    for (const waiter of state.scalingWaiters) if (waiter.report === scaling) waiter.done(written);
     if (applyError || pushError) throw new Error(applyError ?? pushError);
     return actions.length === 0 && status.phase === "Ready";
   }
@@ -294,7 +340,7 @@ export function createAgent({
     const token = tokenFromSecret(observed.secrets, secretName, key);
     if (!token) throw new PushError(`the router's admin token Secret ${secretName} (key ${key}) is not observed`);
     const draining = new Set(retirements.flatMap((a) => (a.kind === "deletePod" ? [a.name] : [])));
-    const body = { endpoints: buildEndpointList(render, observed.pods, draining) };
+    const body = buildEndpointsBody(render, observed.pods, draining);
     try {
       const pushed = await pushEndpoints({ routerPods: observed.routerPods, port: options.routerPort, token, body, acks: state.routerAcks });
       if (pushed > 0) logger.info("router endpoints pushed", { deploymentId: render.deployment.id, routerPods: pushed, endpoints: body.endpoints.length, draining: draining.size });
@@ -334,7 +380,8 @@ export function createAgent({
   async function heartbeat(): Promise<void> {
     try {
       const [nodes, pods] = await Promise.all([kube.core.listNode(), kube.core.listPodForAllNamespaces({})]);
-      await api.heartbeat({ agentVersion: config.agentVersion, inventory: computeInventory(nodes.items, pods.items) }, abort.signal);
+      inventory = computeInventory(nodes.items, pods.items);
+      await api.heartbeat({ agentVersion: config.agentVersion, inventory }, abort.signal);
     } catch (error) {
       if (!stopped) logger.warn("heartbeat failed", { error: (error as Error).message });
     }
@@ -352,7 +399,8 @@ export function createAgent({
       abort.abort();
       timers.forEach(clearInterval);
       for (const state of keys.values()) if (state.timer) clearTimeout(state.timer);
-      await Promise.allSettled([...loops, ...inFlight, informers.stop()]);
+      for (const state of keys.values()) for (const waiter of state.scalingWaiters) waiter.done(undefined);
+      await Promise.allSettled([...loops, ...inFlight, informers.stop(), autoscaler.stop()]);
     },
   };
 }

@@ -22,6 +22,19 @@ export interface RouterEndpoint {
 
 export interface EndpointsBody {
   endpoints: RouterEndpoint[];
+  /** Scale to zero: hold requests for a role with no endpoint (until one arrives) instead of answering 503. */
+  holdWhenEmpty?: true;
+}
+
+/**
+ * The push body: the list, plus `holdWhenEmpty` when the autoscaler may take a role to zero
+ * (its demand is then the requests the router holds). Every hash of what a router should hold
+ * comes from here, so pushes and acknowledgement checks agree.
+ */
+export function buildEndpointsBody(render: RenderInput, pods: readonly V1Pod[], draining: ReadonlySet<string> = new Set()): EndpointsBody {
+  const scaling = render.deployment.spec.scaling;
+  const toZero = scaling !== undefined && scaling.mode !== "off" && scaling.roles.some((role) => role.minReplicas === 0);
+  return { endpoints: buildEndpointList(render, pods, draining), ...(toZero && { holdWhenEmpty: true as const }) };
 }
 
 /**

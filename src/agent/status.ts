@@ -15,10 +15,11 @@ import {
   routerServiceName,
   specHashOf,
 } from "../../k8s/render/index.ts";
-import type { Condition, DeploymentStatus, RoleStatus } from "../domain/deployment-spec.ts";
+import type { Condition, DeploymentStatus, RoleStatus, ScalingStatus } from "../domain/deployment-spec.ts";
+import type { ScalingCondition } from "../domain/scaling.ts";
 import type { Observed } from "./observe.ts";
 import { isPodReady, isTerminating, replicaOf, roleOf } from "./plan.ts";
-import { buildEndpointList, endpointsHash, routersAcknowledged } from "./router-endpoint-list.ts";
+import { buildEndpointsBody, endpointsHash, routersAcknowledged } from "./router-endpoint-list.ts";
 
 export interface StatusInput {
   render: RenderInput;
@@ -33,6 +34,8 @@ export interface StatusInput {
   routerAcks?: ReadonlyMap<string, string>;
   /** This pass's failed endpoint push, if any: it can never yield Ready. */
   pushError?: string;
+  /** The autoscaler's latest evaluation (`status.scaling` and the Scaling condition); absent when scaling is off. */
+  scaling?: { status: ScalingStatus; condition?: ScalingCondition };
 }
 
 type Problem = { reason: string; message: string };
@@ -86,7 +89,7 @@ export function routerReadiness(
   if (!workload || readyReplicas < router.replicas) return { ready: false, reason: "RouterStarting", message: counts };
   if (router.kind !== "builtin") return { ready: true, reason: "RouterReady", message: counts };
   if (pushError) return { ready: false, reason: "EndpointPushFailed", message: `${counts}; ${pushError}` };
-  const hash = endpointsHash({ endpoints: buildEndpointList(render, observed.pods) });
+  const hash = endpointsHash(buildEndpointsBody(render, observed.pods));
   const { acked, ready } = routersAcknowledged(observed.routerPods, acks, hash);
   if (acked < ready || ready === 0) {
     return { ready: false, reason: "EndpointsNotPushed", message: `${counts}; ${acked}/${ready} router pods hold the current endpoints` };
@@ -94,7 +97,7 @@ export function routerReadiness(
   return { ready: true, reason: "RouterReady", message: `${counts}; every router pod holds the current endpoints` };
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError }: StatusInput): DeploymentStatus {
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -188,6 +191,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     allUpdated
       ? condition("UpToDate", "True", "AllUpdated", `every instance runs generation ${generation}`)
       : condition("UpToDate", "False", "RollingUpdate", "instances are being replaced one per role at a time"),
+    ...(scaling?.condition ? [condition("Scaling", scaling.condition.status, scaling.condition.reason, scaling.condition.message)] : []),
     ready
       ? condition("Ready", "True", "Ready", `serving at ${endpoint}`)
       : condition("Ready", "False", deleting ? "Deleting" : notReadyWhy.reason, deleting ? "removing every object" : notReadyWhy.message),
@@ -199,6 +203,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     ...(endpoint ? { endpoint } : {}),
     roles,
     conditions,
+    ...(scaling && { scaling: scaling.status }),
     ...(phase === "Ready" ? {} : { message: deleting ? "removing every object" : notReadyWhy.message }),
   };
 }

@@ -77,6 +77,12 @@ describe("berth agent against the simulated cluster", () => {
       desired: (...args) => (offline ? unreachable() : real.desired(...args)),
       putStatus: (...args) => (offline ? unreachable() : real.putStatus(...args)),
       confirmDeletion: (...args) => (offline ? unreachable() : real.confirmDeletion(...args)),
+      createOperation: (...args) => (offline ? unreachable() : real.createOperation(...args)),
+      listOperations: (...args) => (offline ? unreachable() : real.listOperations(...args)),
+      patchOperation: (...args) => (offline ? unreachable() : real.patchOperation(...args)),
+      putMetrics: (...args) => (offline ? unreachable() : real.putMetrics(...args)),
+      patchReplicas: (...args) => (offline ? unreachable() : real.patchReplicas(...args)),
+      postEvent: (...args) => (offline ? unreachable() : real.postEvent(...args)),
     };
     agent = createAgent({
       kube,

@@ -7,9 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { berthPrograms, type SimCluster, startSimCluster } from "../../k8s/sim/index.ts";
 import { type Agent, createAgent } from "../../src/agent/agent.ts";
 import type { AgentApi } from "../../src/agent/api-client.ts";
+import type { Operation } from "../../src/domain/operations.ts";
 import { ApiError } from "../../src/agent/api-client.ts";
 import { createKube } from "../../src/agent/kube.ts";
 import { systemClock } from "../../src/domain/clock.ts";
+import type { Deployment } from "../../src/domain/deployment.ts";
 import { sweepClusters } from "../../src/services/agent/sweep-clusters.ts";
 import { DEFAULT_APP_CONFIG } from "../../src/services/context.ts";
 import { createTestApi, type TestApi } from "../support/api-harness.ts";
@@ -37,8 +39,26 @@ function inProcessAgentApi(api: TestApi, token: string): AgentApi {
   return {
     heartbeat: async (body) => void (await call("POST", "/v1/agent/heartbeat", body)),
     desired: (since, waitSeconds) => call("GET", `/v1/agent/desired?since=${since}&waitSeconds=${waitSeconds}`),
-    putStatus: async (id, status) => void (await call("PUT", `/v1/deployments/${id}/status`, status)),
+    putStatus: async (id, status) => (await call("PUT", `/v1/deployments/${id}/status`, status)) as Deployment,
     confirmDeletion: async (id) => void (await call("DELETE", `/v1/agent/deployments/${id}`)),
+    createOperation: async (body, idempotencyKey) => {
+      const res = await api.call("POST", "/v1/agent/operations", { token, body, headers: { "Idempotency-Key": idempotencyKey } });
+      if (res.status >= 300) throw new ApiError(res.status, res.body, `POST /v1/agent/operations: ${res.status}`);
+      return res.body as Operation;
+    },
+    listOperations: async ({ deploymentId, kind, phase = [] }) => {
+      const query = new URLSearchParams({ limit: "200", ...(deploymentId && { deploymentId }), ...(kind && { kind }) });
+      for (const p of phase) query.append("phase", p);
+      return ((await call("GET", `/v1/agent/operations?${query}`)) as { items: Operation[] }).items;
+    },
+    patchOperation: async (id, patch) => (await call("PATCH", `/v1/agent/operations/${id}`, patch)) as Operation,
+    putMetrics: async (id, metrics) => void (await call("PUT", `/v1/agent/deployments/${id}/metrics`, metrics)),
+    patchReplicas: async (id, roles, resourceVersion) => {
+      const res = await api.call("PATCH", `/v1/deployments/${id}`, { token, body: { spec: { roles } }, headers: { "If-Match": `"${resourceVersion}"` } });
+      if (res.status >= 300) throw new ApiError(res.status, res.body, `PATCH /v1/deployments/${id}: ${res.status}`);
+      return res.body as Deployment;
+    },
+    postEvent: async (event) => void (await call("POST", "/v1/agent/events", event)),
   };
 }
 
