@@ -23,7 +23,8 @@ import { createInformers } from "./informers.ts";
 import { computeInventory } from "./inventory.ts";
 import type { Kube } from "./kube.ts";
 import { type Observed, observedCount } from "./observe.ts";
-import { type Action, isRetirement, planDeployment } from "./plan.ts";
+import { type Action, isRetirement, planDeployment, retirementCandidates } from "./plan.ts";
+import { createRetirementExecutor } from "./retirement-executor.ts";
 import { buildEndpointsBody, readyRouterPods } from "./router-endpoint-list.ts";
 import { pushEndpoints, tokenFromSecret } from "./router-endpoints.ts";
 import { computeStatus } from "./status.ts";
@@ -132,6 +133,8 @@ export function createAgent({
     onSynced: () => desired.forEach((_, key) => enqueue(key)),
   });
   const { cache } = informers;
+  // Surplus instances retire through persisted operations (DESIGN §7), one per deployment at a time.
+  const retirementExecutor = createRetirementExecutor({ kube, api, logger, signal: abort.signal, wake: (key) => enqueue(key) });
   const lookup = cache.get.bind(cache);
   const known: KnownDeployments = {
     has: (id) => desired.has(id),
@@ -275,9 +278,13 @@ export function createAgent({
     const retirements = actions.filter(isRetirement);
     let applyError: string | undefined;
     let pushError: string | undefined;
+    const pass = { deploymentId: deployment.id, render, observed, deleting };
+    /** What this pass pushed as draining; undefined when it pushed nothing (nothing is confirmed then). */
+    let drainingPods: ReadonlySet<string> | undefined;
     try {
       await applyActions(kube, actions.filter((a) => !isRetirement(a)), expect);
-      if (!deleting) await pushRouterEndpoints(render, observed, retirements, state);
+      const retiring = await retirementExecutor.prepare(pass, retirementCandidates(render, observed));
+      if (!deleting) drainingPods = await pushRouterEndpoints(render, observed, retirements, state, retiring);
     } catch (error) {
       if (error instanceof PushError) pushError = error.message;
       else applyError = (error as Error).message;
@@ -289,9 +296,11 @@ export function createAgent({
         applyError = (error as Error).message;
       }
     }
+    await retirementExecutor.advance(pass, state.routerAcks, drainingPods);
     if (deleting && actions.length === 0 && observedCount(observed) === 0) {
       await api.confirmDeletion(deployment.id, abort.signal);
       desired.delete(key);
+      retirementExecutor.forget(key);
       logger.info("deployment removed", { deploymentId: key });
       return true;
     }
@@ -307,6 +316,8 @@ export function createAgent({
       now: clock.now(),
       routerAcks: state.routerAcks,
       pushError,
+      retirement: retirementExecutor.view(deployment.id),
+      ...(drainingPods && { drainingPods }),
       ...(scaling && { scaling }),
     });
     const body = JSON.stringify(status);
@@ -331,15 +342,22 @@ export function createAgent({
   }
 
   /** The builtin router's endpoint list, pushed to each Ready router pod whose copy is not current. */
-  async function pushRouterEndpoints(render: RenderInput, observed: Observed, retirements: Action[], state: KeyState): Promise<void> {
+  /** @returns the pod names pushed as draining: the retiring instance's (alsoDraining) and this pass's retiring deletes. */
+  async function pushRouterEndpoints(
+    render: RenderInput,
+    observed: Observed,
+    retirements: Action[],
+    state: KeyState,
+    alsoDraining: ReadonlySet<string> = new Set(),
+  ): Promise<ReadonlySet<string>> {
+    const draining = new Set([...alsoDraining, ...retirements.flatMap((a) => (a.kind === "deletePod" ? [a.name] : []))]);
     const { spec, name } = render.deployment;
-    if (spec.router?.kind !== "builtin") return;
+    if (spec.router?.kind !== "builtin") return draining;
     const options = resolveOptions(spec, name, render.options);
-    if (readyRouterPods(observed.routerPods).length === 0) return;
+    if (readyRouterPods(observed.routerPods).length === 0) return draining;
     const { name: secretName, key } = options.routerAdminTokenSecret;
     const token = tokenFromSecret(observed.secrets, secretName, key);
     if (!token) throw new PushError(`the router's admin token Secret ${secretName} (key ${key}) is not observed`);
-    const draining = new Set(retirements.flatMap((a) => (a.kind === "deletePod" ? [a.name] : [])));
     const body = buildEndpointsBody(render, observed.pods, draining);
     try {
       const pushed = await pushEndpoints({ routerPods: observed.routerPods, port: options.routerPort, token, body, acks: state.routerAcks });
@@ -347,6 +365,7 @@ export function createAgent({
     } catch (error) {
       throw new PushError((error as Error).message);
     }
+    return draining;
   }
 
   async function pollDesired(): Promise<void> {
@@ -390,7 +409,7 @@ export function createAgent({
   return {
     start() {
       informers.start();
-      loops.push(heartbeat(), pollDesired());
+      loops.push(heartbeat(), pollDesired(), retirementExecutor.resume());
       timers.push(setInterval(() => void heartbeat(), config.heartbeatMs));
       timers.push(setInterval(() => desired.forEach((_, key) => enqueue(key)), config.resyncMs));
     },
@@ -398,6 +417,7 @@ export function createAgent({
       stopped = true;
       abort.abort();
       timers.forEach(clearInterval);
+      retirementExecutor.stop();
       for (const state of keys.values()) if (state.timer) clearTimeout(state.timer);
       for (const state of keys.values()) for (const waiter of state.scalingWaiters) waiter.done(undefined);
       await Promise.allSettled([...loops, ...inFlight, informers.stop(), autoscaler.stop()]);

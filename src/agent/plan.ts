@@ -1,5 +1,6 @@
 // Plan (pure): a deployment's desired intent + what the cluster holds → the next actions.
-// Invariants: only missing objects are created; surplus replicas go highest index first;
+// Invariants: only missing objects are created; surplus replicas go highest index first (a
+// Ready one through the retirement protocol, see retirementCandidates);
 // a spec change replaces at most one instance per role at a time, and only while every
 // other instance of the role is Ready; every delete names the UID it observed. Router
 // objects are applied when missing or when the router's spec hash (or replica count) moved,
@@ -78,10 +79,14 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
     const roleService = renderRoleService(render, role.name);
     if (!serviceNames.has(roleService.metadata!.name)) actions.push({ kind: "applyService", object: roleService });
 
-    // Surplus instances, highest index first.
+    // Surplus instances, highest index first. One that may hold requests (a pod Ready) retires
+    // through the persisted protocol (retirementCandidates, retirement.ts), never by a delete here;
+    // one with no Ready pod is in no router list and serves nothing, so it goes directly.
     const surplus = [...byReplica.keys()].filter((r) => r >= desired || r < 0).sort((a, b) => b - a);
     for (const replica of surplus) {
-      for (const pod of byReplica.get(replica)!) {
+      const members = byReplica.get(replica)!;
+      if (replica >= 0 && members.some(isPodReady)) continue;
+      for (const pod of members) {
         if (!isTerminating(pod)) actions.push(deletePod(pod, ns, "surplus"));
       }
     }
@@ -114,6 +119,32 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
     }
   }
   return actions;
+}
+
+/** A surplus instance that must retire through the protocol (DESIGN §7) rather than by a plain delete. */
+export interface RetirementCandidate {
+  role: string;
+  replica: number;
+  pods: V1Pod[];
+}
+
+/**
+ * Surplus instances with a Ready pod (they may hold requests), in the order they retire: roles in
+ * spec order, highest replica index first. The caller runs at most one retirement per deployment.
+ */
+export function retirementCandidates(render: RenderInput, observed: Observed): RetirementCandidate[] {
+  const candidates: RetirementCandidate[] = [];
+  for (const role of render.deployment.spec.roles) {
+    const desired = role.replicas ?? 1;
+    const byReplica = new Map<number, V1Pod[]>();
+    for (const pod of observed.pods.filter((p) => roleOf(p) === role.name)) {
+      byReplica.set(replicaOf(pod), [...(byReplica.get(replicaOf(pod)) ?? []), pod]);
+    }
+    for (const [replica, pods] of [...byReplica.entries()].sort(([a], [b]) => b - a)) {
+      if (replica >= desired && pods.some(isPodReady)) candidates.push({ role: role.name, replica, pods });
+    }
+  }
+  return candidates;
 }
 
 /** Apply order: what the router pods mount or run as comes before the Deployment that starts them. */

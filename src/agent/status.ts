@@ -34,6 +34,13 @@ export interface StatusInput {
   routerAcks?: ReadonlyMap<string, string>;
   /** This pass's failed endpoint push, if any: it can never yield Ready. */
   pushError?: string;
+  /** The deployment's retirement (retirement-executor.ts): the Retiring condition. */
+  retirement?: {
+    active?: { id: string; role: string; replica?: number; step: string };
+    aborted?: { id: string; role: string; replica?: number; message: string };
+  };
+  /** Pods the push marked draining (a retiring instance): the list routers must hold for RouterReady. */
+  drainingPods?: ReadonlySet<string>;
   /** The autoscaler's latest evaluation (`status.scaling` and the Scaling condition); absent when scaling is off. */
   scaling?: { status: ScalingStatus; condition?: ScalingCondition };
 }
@@ -79,6 +86,7 @@ export function routerReadiness(
   observed: Observed,
   acks: ReadonlyMap<string, string>,
   pushError: string | undefined,
+  draining: ReadonlySet<string> = new Set(),
 ): { ready: boolean; reason: string; message: string } | undefined {
   const { deployment } = render;
   const router = deployment.spec.router;
@@ -89,7 +97,7 @@ export function routerReadiness(
   if (!workload || readyReplicas < router.replicas) return { ready: false, reason: "RouterStarting", message: counts };
   if (router.kind !== "builtin") return { ready: true, reason: "RouterReady", message: counts };
   if (pushError) return { ready: false, reason: "EndpointPushFailed", message: `${counts}; ${pushError}` };
-  const hash = endpointsHash(buildEndpointsBody(render, observed.pods));
+  const hash = endpointsHash(buildEndpointsBody(render, observed.pods, draining));
   const { acked, ready } = routersAcknowledged(observed.routerPods, acks, hash);
   if (acked < ready || ready === 0) {
     return { ready: false, reason: "EndpointsNotPushed", message: `${counts}; ${acked}/${ready} router pods hold the current endpoints` };
@@ -97,7 +105,7 @@ export function routerReadiness(
   return { ready: true, reason: "RouterReady", message: `${counts}; every router pod holds the current endpoints` };
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling }: StatusInput): DeploymentStatus {
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -157,7 +165,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
       : undefined;
     endpoint = ip ? `http://${ip}:${options.enginePort}` : undefined;
   }
-  const router = routerReadiness(render, observed, routerAcks ?? new Map(), pushError);
+  const router = routerReadiness(render, observed, routerAcks ?? new Map(), pushError, drainingPods);
 
   const ready = allReady && (router?.ready ?? true) && !applyError && !pushError && endpoint !== undefined && !deleting;
   const unschedulable = problems.find((p) => p.reason === "InsufficientGPU" || p.reason === "Unschedulable");
@@ -191,6 +199,12 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     allUpdated
       ? condition("UpToDate", "True", "AllUpdated", `every instance runs generation ${generation}`)
       : condition("UpToDate", "False", "RollingUpdate", "instances are being replaced one per role at a time"),
+    // Present while a retirement runs or an aborted one waits to be tried again (DESIGN §7).
+    ...(retirement?.active
+      ? [condition("Retiring", "True", retirement.active.step, `${retirement.active.id}: ${retirement.active.role} r${retirement.active.replica} ${retirement.active.step}`)]
+      : retirement?.aborted
+        ? [condition("Retiring", "False", "RetirementAborted", `${retirement.aborted.id}: ${retirement.aborted.message}`)]
+        : []),
     ...(scaling?.condition ? [condition("Scaling", scaling.condition.status, scaling.condition.reason, scaling.condition.message)] : []),
     ready
       ? condition("Ready", "True", "Ready", `serving at ${endpoint}`)

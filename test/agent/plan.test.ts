@@ -2,7 +2,7 @@
 // spec-change replacement (one instance per role, only while the others are Ready).
 import { describe, expect, it } from "vitest";
 import { emptyObserved } from "../../src/agent/observe.ts";
-import { type Action, isRetirement, planDeployment } from "../../src/agent/plan.ts";
+import { type Action, isRetirement, planDeployment, retirementCandidates } from "../../src/agent/plan.ts";
 import { aggregated, disaggregated, merged, observed, type PodState, withRouter } from "./support.ts";
 
 /** A compact view of the actions: `create r1`, `delete r2 (surplus)`, `service chat-main`, `namespace`. */
@@ -45,15 +45,17 @@ describe("planDeployment", () => {
     ["still starting: nothing more to do", 2, ["ready", "starting"], []],
     ["scale up creates only the missing index", 3, ["ready", "ready"], ["create chat-main-r2-m0"]],
     ["a lost replica in the middle is recreated", 3, ["ready", null, "ready"], ["create chat-main-r1-m0"]],
+    // A Ready surplus instance retires through the protocol (retirementCandidates), never directly.
+    ["scale down deletes no Ready instance directly", 1, ["ready", "ready", "ready"], []],
     [
-      "scale down deletes the highest indexes first, by UID",
+      "a surplus instance that never became Ready is deleted directly, highest first, by UID",
       1,
-      ["ready", "ready", "ready"],
+      ["ready", "starting", "unschedulable"],
       ["delete chat-main-r2-m0 uid-2 (surplus)", "delete chat-main-r1-m0 uid-1 (surplus)"],
     ],
     ["a terminating surplus pod is not deleted twice", 1, ["ready", "terminating"], []],
     ["a terminating pod is recreated only once it is gone", 2, ["ready", "terminating"], []],
-    ["scale to zero", 0, ["ready"], ["delete chat-main-r0-m0 uid-0 (surplus)"]],
+    ["scale to zero retires too", 0, ["ready"], []],
     ["one stale instance is replaced, highest first", 3, ["stale", "stale", "stale"], ["delete chat-main-r2-m0 uid-2 (stale)"]],
     ["no replacement while another instance is not Ready", 3, ["stale", "starting", "stale"], []],
     ["no replacement while one is being replaced", 3, ["stale", "stale", "terminating"], []],
@@ -141,12 +143,23 @@ describe("planDeployment with a router", () => {
     expect(planDeployment({ render: input, deleting: false, observed: cluster })).toEqual([]);
   });
 
-  it("scale-down deletes are retirements (drained through the router first); deletion deletes are not", () => {
-    const input = routed(1);
-    const cluster = withRouter(input, observed(input, ["ready", "ready"]));
+  it("replacement deletes are retirements (drained through the router first); deletion deletes are not", () => {
+    const input = routed(2);
+    const cluster = withRouter(input, observed(input, ["stale", "stale"]));
     const actions = planDeployment({ render: input, deleting: false, observed: cluster });
-    expect(summary(actions.filter(isRetirement))).toEqual(["delete chat-main-r1-m0 uid-1 (surplus)"]);
+    expect(summary(actions.filter(isRetirement))).toEqual(["delete chat-main-r1-m0 uid-1 (stale)"]);
     expect(planDeployment({ render: input, deleting: true, observed: cluster }).filter(isRetirement)).toEqual([]);
+  });
+
+  it.each<[string, number, Array<PodState | null>, string[]]>([
+    ["none when converged", 2, ["ready", "ready"], []],
+    ["Ready surplus instances, highest index first", 1, ["ready", "ready", "ready"], ["main r2", "main r1"]],
+    ["not one that never became Ready (deleted directly) nor one terminating", 1, ["ready", "starting", "terminating", "ready"], ["main r3"]],
+    ["scale to zero", 0, ["ready"], ["main r0"]],
+  ])("retirementCandidates: %s", (_name, replicas, states, expected) => {
+    const input = routed(replicas);
+    const cluster = withRouter(input, observed(input, states));
+    expect(retirementCandidates(input, cluster).map((c) => `${c.role} r${c.replica}`)).toEqual(expected);
   });
 
   it("deleting removes the router objects and the token Secret, by UID", () => {
