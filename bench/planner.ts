@@ -117,6 +117,83 @@ const CALIBRATION: readonly (readonly [number, number, number, number, number, n
 ];
 
 /**
+ * The MoE calibration set, for the two prefill constants of MoE/MLA models (perf-model.ts
+ * `moeComputeEfficiency`, serving-estimate.ts `prefillLayerDispatchMs.sglang`): AIC silicon rows
+ * (same silicon_sample.csv @095f58a, each row's id kept) that the held-out rule above never picks:
+ * SGLang DeepSeek-R1 FP8 on H200/B200 at 1024 in / 8192 out (the held-out rule takes only 1k/1k and
+ * 8k/1k; source_file=2026-03-25.csv, TP-only, concurrency 4–64), and every TP-only row of
+ * Qwen3-235B-A22B-FP8 on H200 under SGLang and vLLM (the gap-analysis sweep the rule leaves out).
+ * Fitted once, by grid search, after the dense fit; the bench re-runs it below.
+ */
+const MOE_CALIBRATION: readonly AicRow[] = [
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_1000x100_c8_tp4_epnone_1", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 8, isl: 1000, osl: 100, ttftMs: 331.2, tpotMs: 15.06, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_1000x100_c3_tp2_epnone_2", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 3, isl: 1000, osl: 100, ttftMs: 240.9, tpotMs: 15.05, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_1000x500_c9_tp4_epnone_3", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 9, isl: 1000, osl: 500, ttftMs: 354.4, tpotMs: 15.42, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_1000x500_c4_tp2_epnone_4", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 4, isl: 1000, osl: 500, ttftMs: 286.8, tpotMs: 16.00, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_1000x1000_c9_tp4_epnone_5", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 9, isl: 1000, osl: 1000, ttftMs: 362.2, tpotMs: 15.90, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_1000x1000_c4_tp2_epnone_6", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 4, isl: 1000, osl: 1000, ttftMs: 278.3, tpotMs: 16.33, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_1000x2000_c9_tp4_epnone_7", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 9, isl: 1000, osl: 2000, ttftMs: 323.9, tpotMs: 16.98, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_1000x2000_c4_tp2_epnone_8", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 4, isl: 1000, osl: 2000, ttftMs: 238.7, tpotMs: 17.15, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_2000x100_c7_tp4_epnone_9", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 7, isl: 2000, osl: 100, ttftMs: 553.8, tpotMs: 22.28, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_2000x100_c3_tp2_epnone_10", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 3, isl: 2000, osl: 100, ttftMs: 419.0, tpotMs: 16.74, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_2000x500_c9_tp4_epnone_11", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 9, isl: 2000, osl: 500, ttftMs: 754.4, tpotMs: 16.68, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_2000x500_c4_tp2_epnone_12", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 4, isl: 2000, osl: 500, ttftMs: 564.7, tpotMs: 17.24, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_2000x1000_c9_tp4_epnone_13", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 9, isl: 2000, osl: 1000, ttftMs: 712.0, tpotMs: 16.78, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_2000x1000_c4_tp2_epnone_14", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 4, isl: 2000, osl: 1000, ttftMs: 499.1, tpotMs: 17.22, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_2000x2000_c9_tp4_epnone_15", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 9, isl: 2000, osl: 2000, ttftMs: 673.9, tpotMs: 17.84, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_2000x2000_c4_tp2_epnone_16", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 4, isl: 2000, osl: 2000, ttftMs: 450.1, tpotMs: 18.24, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_4000x100_c6_tp4_epnone_17", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 6, isl: 4000, osl: 100, ttftMs: 1405.0, tpotMs: 28.71, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_4000x100_c2_tp2_epnone_18", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 2, isl: 4000, osl: 100, ttftMs: 647.2, tpotMs: 16.83, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_4000x500_c7_tp4_epnone_19", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 7, isl: 4000, osl: 500, ttftMs: 1734.6, tpotMs: 20.56, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_4000x500_c2_tp2_epnone_20", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 2, isl: 4000, osl: 500, ttftMs: 645.1, tpotMs: 16.50, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_4000x1000_c8_tp4_epnone_21", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 8, isl: 4000, osl: 1000, ttftMs: 2065.6, tpotMs: 20.44, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_4000x1000_c2_tp2_epnone_22", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 2, isl: 4000, osl: 1000, ttftMs: 640.9, tpotMs: 16.71, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_4000x2000_c9_tp4_epnone_23", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 9, isl: 4000, osl: 2000, ttftMs: 2004.1, tpotMs: 21.35, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_sglang_agg_4000x2000_c2_tp2_epnone_24", engine: "sglang", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 2, isl: 4000, osl: 2000, ttftMs: 639.5, tpotMs: 17.20, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/Qwen_Qwen3-23" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_1000x100_c16_tp2_epnone_1", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 16, isl: 1000, osl: 100, ttftMs: 244.0, tpotMs: 52.16, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_1000x100_c28_tp4_epnone_3", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 28, isl: 1000, osl: 100, ttftMs: 153.8, tpotMs: 35.27, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_1000x500_c40_tp4_epnone_4", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 40, isl: 1000, osl: 500, ttftMs: 165.9, tpotMs: 34.79, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_1000x500_c20_tp2_epnone_5", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 20, isl: 1000, osl: 500, ttftMs: 227.7, tpotMs: 51.60, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_1000x1000_c48_tp4_epnone_6", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 48, isl: 1000, osl: 1000, ttftMs: 175.9, tpotMs: 36.25, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_1000x1000_c20_tp2_epnone_7", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 20, isl: 1000, osl: 1000, ttftMs: 228.4, tpotMs: 52.05, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_1000x2000_c48_tp4_epnone_8", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 48, isl: 1000, osl: 2000, ttftMs: 173.2, tpotMs: 36.85, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_2000x100_c12_tp2_epnone_9", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 12, isl: 2000, osl: 100, ttftMs: 376.9, tpotMs: 55.25, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_2000x100_c20_tp4_epnone_12", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 20, isl: 2000, osl: 100, ttftMs: 258.7, tpotMs: 38.30, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_2000x500_c16_tp2_epnone_15", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 16, isl: 2000, osl: 500, ttftMs: 354.6, tpotMs: 51.43, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_2000x1000_c16_tp2_epnone_18", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 16, isl: 2000, osl: 1000, ttftMs: 364.2, tpotMs: 51.37, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_2000x2000_c16_tp2_epnone_20", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 16, isl: 2000, osl: 2000, ttftMs: 417.7, tpotMs: 51.73, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_4000x100_c8_tp2_epnone_23", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 8, isl: 4000, osl: 100, ttftMs: 535.7, tpotMs: 58.68, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_4000x500_c12_tp2_epnone_26", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 12, isl: 4000, osl: 500, ttftMs: 559.8, tpotMs: 54.90, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_4000x500_c20_tp4_epnone_28", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 20, isl: 4000, osl: 500, ttftMs: 352.7, tpotMs: 35.16, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_4000x1000_c14_tp2_epnone_30", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 14, isl: 4000, osl: 1000, ttftMs: 598.0, tpotMs: 51.39, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_4000x1000_c24_tp4_epnone_31", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 24, isl: 4000, osl: 1000, ttftMs: 395.1, tpotMs: 34.35, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_4000x2000_c16_tp2_epnone_33", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 16, isl: 4000, osl: 2000, ttftMs: 658.4, tpotMs: 53.22, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_8000x100_c4_tp2_epnone_35", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 4, isl: 8000, osl: 100, ttftMs: 820.5, tpotMs: 55.77, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_8000x100_c8_tp4_epnone_38", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 8, isl: 8000, osl: 100, ttftMs: 642.2, tpotMs: 45.99, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_8000x500_c7_tp2_epnone_39", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 7, isl: 8000, osl: 500, ttftMs: 979.8, tpotMs: 53.54, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_8000x500_c14_tp4_epnone_41", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 14, isl: 8000, osl: 500, ttftMs: 723.0, tpotMs: 36.59, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_8000x1000_c9_tp2_epnone_43", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 9, isl: 8000, osl: 1000, ttftMs: 1049.7, tpotMs: 56.01, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_8000x1000_c16_tp4_epnone_45", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 16, isl: 8000, osl: 1000, ttftMs: 716.9, tpotMs: 34.41, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_8000x2000_c10_tp2_epnone_47", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 2, concurrency: 10, isl: 8000, osl: 2000, ttftMs: 1086.3, tpotMs: 54.81, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_8000x2000_c16_tp4_epnone_50", engine: "vllm", model: "Qwen/Qwen3-235B-A22B", gpu: "h200_sxm", precision: "fp8", tp: 4, concurrency: 16, isl: 8000, osl: 2000, ttftMs: 752.4, tpotMs: 33.73, note: "source_file=aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/Qwen_Qwen3-235B-A22B" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c8_tp8_0_ep1_0_255", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 8, isl: 1024, osl: 8192, ttftMs: 199.4, tpotMs: 10.32, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c8_tp8_0_ep1_0_258", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 8, isl: 1024, osl: 8192, ttftMs: 410.0, tpotMs: 7.61, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c64_tp8_0_ep1_0_261", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 64, isl: 1024, osl: 8192, ttftMs: 637.5, tpotMs: 21.95, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c16_tp8_0_ep1_0_262", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 16, isl: 1024, osl: 8192, ttftMs: 367.2, tpotMs: 12.84, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c32_tp8_0_ep1_0_273", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 32, isl: 1024, osl: 8192, ttftMs: 845.5, tpotMs: 13.75, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c16_tp8_0_ep1_0_274", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 16, isl: 1024, osl: 8192, ttftMs: 589.5, tpotMs: 9.86, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c32_tp8_0_ep1_0_278", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 32, isl: 1024, osl: 8192, ttftMs: 511.9, tpotMs: 16.75, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c64_tp8_0_ep1_0_292", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 64, isl: 1024, osl: 8192, ttftMs: 929.4, tpotMs: 18.01, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x8192_c64_tp8_0_ep1_0_295", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "h200_sxm", precision: "fp8", tp: 8, concurrency: 64, isl: 1024, osl: 8192, ttftMs: 420.1, tpotMs: 30.61, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x8192_c16_tp8_0_ep1_0_296", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "h200_sxm", precision: "fp8", tp: 8, concurrency: 16, isl: 1024, osl: 8192, ttftMs: 264.9, tpotMs: 15.86, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x8192_c8_tp8_0_ep1_0_299", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "h200_sxm", precision: "fp8", tp: 8, concurrency: 8, isl: 1024, osl: 8192, ttftMs: 242.3, tpotMs: 12.20, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x8192_c32_tp8_0_ep1_0_302", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "h200_sxm", precision: "fp8", tp: 8, concurrency: 32, isl: 1024, osl: 8192, ttftMs: 310.8, tpotMs: 22.10, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c4_tp8_0_ep1_0_303", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 4, isl: 1024, osl: 8192, ttftMs: 229.7, tpotMs: 5.76, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x8192_c4_tp8_0_ep1_0_306", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "b200_sxm", precision: "fp8", tp: 8, concurrency: 4, isl: 1024, osl: 8192, ttftMs: 185.1, tpotMs: 8.64, note: "source_file=2026-03-25.csv" },
+  { id: "2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x8192_c4_tp8_0_ep1_0_309", engine: "sglang", model: "deepseek-ai/DeepSeek-R1", gpu: "h200_sxm", precision: "fp8", tp: 8, concurrency: 4, isl: 1024, osl: 8192, ttftMs: 259.4, tpotMs: 10.26, note: "source_file=2026-03-25.csv" },
+];
+
+/**
  * The figures the decode constants (memoryEfficiency, stepOverheadMs, tpAllReduceUs) were fitted
  * to earlier (perf-model.ts): vLLM CI `vllm bench latency` (batch 8, 32 in / 128 out, mean latency,
  * https://buildkite.com/vllm/performance-benchmark/builds/<n>), and two decode-speed reports.
@@ -171,9 +248,33 @@ for (const computeEfficiency of [0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55]) {
     }
   }
 }
+// The MoE/MLA prefill constants, on the MoE calibration set, with the dense constants as fitted.
+function moeCalibrationError(moeComputeEfficiency: number, sglangDispatchMs: number): number {
+  const errors: number[] = [];
+  for (const row of MOE_CALIBRATION) {
+    const p = predictAic(row, { computeEfficiency: fit.computeEfficiency, moeComputeEfficiency }, {
+      queueFactor: fit.queueFactor,
+      ttftOverheadMs: fit.ttftOverheadMs,
+      prefillLayerDispatchMs: { vllm: 0, sglang: sglangDispatchMs },
+    });
+    if (!p.fits) continue;
+    errors.push(Math.abs(relative(p.ttftMs, row.ttftMs)), Math.abs(relative(p.itlMs, row.tpotMs)));
+  }
+  return median(errors);
+}
+let moeFit = { moeComputeEfficiency: 0, sglangDispatchMsPerLayer: 0, medianError: Infinity, rows: MOE_CALIBRATION.length };
+for (const moeComputeEfficiency of [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]) {
+  for (const sglangDispatchMsPerLayer of [0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4]) {
+    const medianError = moeCalibrationError(moeComputeEfficiency, sglangDispatchMsPerLayer);
+    if (medianError < moeFit.medianError) moeFit = { moeComputeEfficiency, sglangDispatchMsPerLayer, medianError, rows: MOE_CALIBRATION.length };
+  }
+}
+
 const defaults = createPerfModel({ model: modelFactsForName("meta-llama/Llama-3.1-8B"), gpu: GPU_PROFILES["nvidia-h100-80gb"] }).calibration;
 const fitMatchesDefaults =
   fit.computeEfficiency === defaults.computeEfficiency && fit.queueFactor === DEFAULT_SERVING_TUNING.queueFactor && fit.ttftOverheadMs === DEFAULT_SERVING_TUNING.ttftOverheadMs;
+const moeFitMatchesDefaults =
+  moeFit.moeComputeEfficiency === defaults.moeComputeEfficiency && moeFit.sglangDispatchMsPerLayer === DEFAULT_SERVING_TUNING.prefillLayerDispatchMs.sglang;
 
 // ---------------------------------------------------------------------------------------------
 // 2. Errors on every published point, with the shipped constants
@@ -263,6 +364,9 @@ printTable([
 console.log(
   `\ncalibration fit (${CALIBRATION.length} rows): computeEfficiency ${fit.computeEfficiency}, queueFactor ${fit.queueFactor}, ttftOverheadMs ${fit.ttftOverheadMs} → median ${pct(fit.medianError)} ${fitMatchesDefaults ? "(= the shipped constants)" : "(DIFFERS from the shipped constants)"}`,
 );
+console.log(
+  `MoE calibration fit (${moeFit.rows} rows): moeComputeEfficiency ${moeFit.moeComputeEfficiency}, SGLang prefill dispatch ${moeFit.sglangDispatchMsPerLayer} ms/layer → median ${pct(moeFit.medianError)} ${moeFitMatchesDefaults ? "(= the shipped constants)" : "(DIFFERS from the shipped constants)"}`,
+);
 printTable([
   ["planner search", "shapes", "median ms", "vs one GPU type"],
   ["Llama-3.1-70B, all GPU types, vLLM+SGLang, agg+PD", String(full.searched), full.medianMs.toFixed(2), `${(full.medianMs / single.medianMs).toFixed(1)}×`],
@@ -278,6 +382,7 @@ writeFileSync(
       target: { medianAbsError: 0.25, maxAbsError: 0.5, planningMs: 200 },
       summary,
       fit: { ...fit, matchesShippedConstants: fitMatchesDefaults, rows: CALIBRATION.length },
+      moeFit: { ...moeFit, matchesShippedConstants: moeFitMatchesDefaults, ids: MOE_CALIBRATION.map((r) => r.id) },
       planning: { full, singleGpuType: single, deepseekR1: moe },
       points: rows.map((r) => ({ ...r, predicted: Number(r.predicted.toFixed(2)), error: Number(r.error.toFixed(4)) })),
     },

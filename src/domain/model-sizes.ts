@@ -29,6 +29,9 @@ export interface ModelFacts {
   hiddenSize?: number;
   /** Matmul precision: `fp8` runs at the GPU's FP8 rate where it has one, anything else at BF16. */
   computeDtype?: "bf16" | "fp8";
+  /** MoE: routed experts per layer, and how many each token uses (splits the routed share of the parameters off the dense share). */
+  experts?: number;
+  expertsPerToken?: number;
 }
 
 type Architecture = Omit<ModelFacts, "dtypeBytes" | "kvDtypeBytes">;
@@ -154,6 +157,7 @@ export function modelFactsFromArchitecture(arch: ModelArchitecture, dtype: Model
     ...(arch.kvLatentDim !== undefined && { mlaLatentDim: arch.kvLatentDim }),
     hiddenSize: arch.hiddenSize,
     computeDtype: dtype === "fp8" ? "fp8" : "bf16",
+    ...(arch.experts !== undefined && arch.expertsPerToken !== undefined && { experts: arch.experts, expertsPerToken: arch.expertsPerToken }),
   };
 }
 

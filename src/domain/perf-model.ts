@@ -36,6 +36,14 @@ import type { ModelFacts } from "./model-sizes.ts";
  *   (a ring all-reduce moves 2 × (tp − 1) / tp of the activations per GPU), which only matters
  *   for prefill chunks and for PCIe-only GPUs.
  * - `activationReserveGb` 2: memory the profiler keeps for activations and CUDA graphs per GPU.
+ * - `moeComputeEfficiency` 0.1: the fraction of peak FP8 routed experts' grouped GEMMs reach. A
+ *   prompt of n tokens gives each of E experts only about n·k/E rows (DeepSeek: 1024 tokens → 32
+ *   rows per expert), with FP8 block scales, token permutation and per-expert tiles that stay
+ *   mostly empty, so these GEMMs run far below a dense GEMM's rate. Fitted once in bench/planner.ts
+ *   on AIConfigurator silicon rows of MoE models that the held-out set does not contain (SGLang
+ *   DeepSeek-R1 1k/8k and Qwen3-235B, vLLM Qwen3-235B; all FP8 with 128×128 block scales); the
+ *   bench re-runs the fit. Experts in other formats (BF16 Mixtral, MXFP4 gpt-oss) keep
+ *   `computeEfficiency`: the calibration set says nothing about their kernels.
  */
 export interface Calibration {
   memoryEfficiency: number;
@@ -44,6 +52,7 @@ export interface Calibration {
   perSequenceOverheadMs: number;
   tpAllReduceUs: number;
   activationReserveGb: number;
+  moeComputeEfficiency: number;
 }
 
 export const DEFAULT_CALIBRATION: Readonly<Calibration> = {
@@ -53,6 +62,7 @@ export const DEFAULT_CALIBRATION: Readonly<Calibration> = {
   perSequenceOverheadMs: 0.02,
   tpAllReduceUs: 15,
   activationReserveGb: 2,
+  moeComputeEfficiency: 0.1,
 };
 
 export interface EngineShape {
@@ -193,33 +203,89 @@ export function weightFractionRead(model: ModelFacts, tokens: number): number {
 }
 
 /**
- * Duration of one step, ms: a fixed overhead, per-sequence bookkeeping, the slower of compute
- * (2 × active params FLOPs per token plus attention, at `computeEfficiency` of peak) and memory
- * (weights read once per step plus every KV byte attended to, at `memoryEfficiency` of peak
- * bandwidth), plus tensor-parallel all-reduces. Pipeline stages run one after another, so PP
- * divides memory, not step time.
+ * qk_rope_head_dim of every MLA model in the catalogue (DeepSeek-V2/V3/R1 and Kimi-K2 config.json:
+ * 64): the rotary part of each query/key head, beside its `headDim` (qk_nope_head_dim = v_head_dim).
+ */
+export const MLA_ROPE_DIM = 64;
+
+/**
+ * Routed-expert parameters, billions: `active` the ones one token uses, `total` all of them. With E
+ * experts of p parameters each (all layers together) and k per token, total = dense + E·p and
+ * active = dense + k·p, so p = (total − active) / (E − k). Dense models, and MoE models whose
+ * expert counts are unknown (sized from a name only), have none: all their work is dense.
+ */
+export function routedParamsB(model: ModelFacts): { active: number; total: number } {
+  const { experts, expertsPerToken: k } = model;
+  if (experts === undefined || k === undefined || experts <= k || model.activeParamsB >= model.totalParamsB) return { active: 0, total: 0 };
+  const perExpert = (model.totalParamsB - model.activeParamsB) / (experts - k);
+  return { active: k * perExpert, total: experts * perExpert };
+}
+
+/**
+ * Attention FLOPs of a step. Per layer, query head and attended (query, key) pair: QKᵀ is 2 × the
+ * QK width, AV 2 × the V width. GQA/MHA: both are `headDim`. MLA decode runs absorbed in the latent
+ * space (both ≈ the latent width). MLA prefill runs as ordinary multi-head attention on keys and
+ * values decompressed from the latent (QK width headDim + rope, V width headDim), and cached context
+ * tokens a prefill chunk reads must be decompressed first: kv_b_proj, 2 × rank × heads × 2·headDim
+ * FLOPs per token and layer (the fresh tokens' up-projection is among the active parameters).
+ */
+function attentionFlops(model: ModelFacts, step: StepShape): number {
+  const perPair = 2 * model.layers * model.queryHeads;
+  if (model.mlaLatentDim === undefined) return perPair * 2 * model.headDim * (step.prefillAttention + step.decodeContextTokens);
+  const rank = model.mlaLatentDim - MLA_ROPE_DIM;
+  const prefill = perPair * (model.headDim + MLA_ROPE_DIM + model.headDim) * step.prefillAttention;
+  const decompress = 2 * rank * model.queryHeads * 2 * model.headDim * model.layers * step.prefillContextTokens;
+  const decode = perPair * 2 * model.mlaLatentDim * step.decodeContextTokens;
+  return prefill + decompress + decode;
+}
+
+/**
+ * Duration of one step, ms: a fixed overhead, per-sequence bookkeeping, then a roofline per kind of
+ * work, each the slower of its compute and its memory traffic, plus tensor-parallel all-reduces.
+ * - Dense work (attention projections, shared experts, dense MLPs, embeddings): 2 × its parameters
+ *   FLOPs per token at `computeEfficiency` of the weights' matmul peak, and attention FLOPs at the
+ *   same efficiency of the BF16 peak (attention kernels run in BF16 whatever the weights' dtype),
+ *   against the dense weights and every KV byte attended to at `memoryEfficiency` of HBM bandwidth.
+ * - Routed experts (MoE): 2 × the routed active parameters per token at `moeComputeEfficiency` (FP8)
+ *   (grouped GEMMs of a few rows per expert), against the expert weights the step touches. A decode
+ *   step of a small batch reads few experts and is bandwidth-bound; a prompt touches every expert
+ *   and, at a low grouped-GEMM rate, becomes compute-bound.
+ * The fraction of weights a step reads is weightFractionRead's; the dense share is always read.
+ * Pipeline stages run one after another, so PP divides memory, not step time.
  */
 export function stepTimeMs(perf: PerfModel, step: StepShape): number {
   const tokens = step.prefillTokens + step.decodeSequences;
   if (tokens === 0) return 0;
   const { model, gpu, calibration } = perf;
   const tp = Math.max(1, perf.shape.tensorParallel);
-  // Attention: QKᵀ and AV, 2 FLOPs per multiply-add, per query head and attended pair. MLA
-  // attends in the latent space (absorbed weights), so its width is the latent's.
-  const attentionWidth = model.mlaLatentDim ?? model.headDim;
-  const attention = 4 * model.layers * model.queryHeads * attentionWidth * (step.prefillAttention + step.decodeContextTokens);
-  const flops = 2 * model.activeParamsB * 1e9 * tokens + attention;
-  const computeMs = (flops / (peakTflops(model, gpu) * 1e12 * tp * calibration.computeEfficiency)) * 1e3;
+  const routed = routedParamsB(model);
+  const peak = peakTflops(model, gpu) * 1e12 * tp;
+  const denseComputeMs =
+    ((2 * (model.activeParamsB - routed.active) * 1e9 * tokens) / (peak * calibration.computeEfficiency) +
+      attentionFlops(model, step) / (gpu.bf16Tflops * 1e12 * tp * calibration.computeEfficiency)) * 1e3;
+  // The fitted grouped-GEMM rate is that of block-scaled FP8 experts, the only expert format in its
+  // calibration set; experts in other formats (BF16, MXFP4) keep the dense rate for want of evidence.
+  const expertEfficiency = model.computeDtype === "fp8" ? calibration.moeComputeEfficiency : calibration.computeEfficiency;
+  const expertComputeMs = ((2 * routed.active * 1e9 * tokens) / (peak * expertEfficiency)) * 1e3;
   const weightsRead = (weightBytes(model) * weightFractionRead(model, tokens)) / tp;
+  const denseWeights = Math.min(weightsRead, ((model.totalParamsB - routed.total) * 1e9 * model.dtypeBytes) / tp);
   const kvRead = perf.kvBytesPerTokenRead * (step.decodeContextTokens + step.prefillContextTokens);
-  const memoryMs = ((weightsRead + kvRead) / (gpu.hbmBandwidthGBs * 1e9 * calibration.memoryEfficiency)) * 1e3;
+  const bandwidth = gpu.hbmBandwidthGBs * 1e9 * calibration.memoryEfficiency;
+  const denseMemoryMs = ((denseWeights + kvRead) / bandwidth) * 1e3;
+  const expertMemoryMs = ((weightsRead - denseWeights) / bandwidth) * 1e3;
   // Two all-reduces per layer (after attention and after the MLP) of tokens × hidden BF16 values.
   const hidden = model.hiddenSize ?? model.queryHeads * model.headDim;
   const allReduceBytes = ((2 * (tp - 1)) / tp) * tokens * hidden * 2;
   const allReduceMs =
     tp > 1 ? 2 * model.layers * (calibration.tpAllReduceUs / 1000 + (allReduceBytes / (gpu.interconnect.bandwidthGBs * 1e9)) * 1e3) : 0;
   const sequences = step.prefillSequences + step.decodeSequences;
-  return calibration.stepOverheadMs + calibration.perSequenceOverheadMs * sequences + Math.max(computeMs, memoryMs) + allReduceMs;
+  return (
+    calibration.stepOverheadMs +
+    calibration.perSequenceOverheadMs * sequences +
+    Math.max(denseComputeMs, denseMemoryMs) +
+    Math.max(expertComputeMs, expertMemoryMs) +
+    allReduceMs
+  );
 }
 
 /** One decode step for `batch` sequences of `contextPerSequence` tokens each. */

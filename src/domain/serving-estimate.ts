@@ -66,6 +66,14 @@ export interface ServingTuning {
   queueFactor: number;
   /** What a first token costs beyond the engine's steps: HTTP, tokenization, scheduling, detokenization. */
   ttftOverheadMs: number;
+  /**
+   * Host time per model layer of a step that carries a prompt chunk, by engine. Decode steps
+   * replay CUDA graphs; prompt chunks do not (their token count varies), so every layer's kernels
+   * are launched from Python one by one. SGLang runs that forward eagerly; vLLM V1 runs a
+   * torch.compile'd model whose fused kernels leave this cost inside `ttftOverheadMs` (0 here,
+   * the Llama calibration cannot separate the two).
+   */
+  prefillLayerDispatchMs: Readonly<Record<ServingEngine, number>>;
 }
 
 /**
@@ -73,7 +81,12 @@ export interface ServingTuning {
  * vLLM 0.x serving Llama-3.1-70B FP8 on H100 (TP 2/4/8, concurrency 4–64, 1k/8k prompts; 45 rows;
  * bench/planner.ts "calibration"): median error 4.5% there, the held-out table is in README.
  */
-export const DEFAULT_SERVING_TUNING: Readonly<ServingTuning> = { queueFactor: 0.05, ttftOverheadMs: 30 };
+export const DEFAULT_SERVING_TUNING: Readonly<ServingTuning> = { queueFactor: 0.05, ttftOverheadMs: 30, prefillLayerDispatchMs: { vllm: 0, sglang: 2 } };
+
+/** The host-side launch cost of one prompt-carrying step (see ServingTuning). */
+export function prefillDispatchMs(perf: PerfModel, engine: ServingEngine, tuning: ServingTuning = DEFAULT_SERVING_TUNING): number {
+  return perf.model.layers * (tuning.prefillLayerDispatchMs?.[engine] ?? 0);
+}
 
 /**
  * Aggregated serving at concurrency c (a closed loop: a finished request is replaced at once).
@@ -113,16 +126,17 @@ export function estimateAggregated(
     prefillAttention: (chunkTokens * Math.min(w.inputTokens, chunkTokens)) / 2,
     prefillContextTokens: 0,
   };
+  const dispatch = prefillDispatchMs(perf, engine, tuning);
   const itlMs =
     engine === "sglang"
-      ? decodeStep + (prefillSteps / lifeSteps) * stepTimeMs(perf, { ...EMPTY_STEP, ...chunkWork })
-      : (1 - share) * decodeStep + share * stepTimeMs(perf, { ...chunkWork, decodeSequences: c, decodeContextTokens: c * context });
+      ? decodeStep + (prefillSteps / lifeSteps) * (stepTimeMs(perf, { ...EMPTY_STEP, ...chunkWork }) + dispatch)
+      : (1 - share) * decodeStep + share * (stepTimeMs(perf, { ...chunkWork, decodeSequences: c, decodeContextTokens: c * context }) + dispatch);
   const chunk = Math.min(w.inputTokens, limits.maxBatchedTokens);
   let ownPrefill = 0;
   for (let done = 0; done < w.inputTokens; done += chunk) {
     const size = Math.min(chunk, w.inputTokens - done);
     const others = engine === "sglang" ? 0 : c - 1;
-    ownPrefill += stepTimeMs(perf, {
+    ownPrefill += dispatch + stepTimeMs(perf, {
       prefillTokens: size,
       prefillSequences: 1,
       prefillAttention: attendedPairs(done, size),

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { GPU_PROFILES, GPU_TYPES, type GpuType } from "../../src/domain/gpu-profiles.ts";
 import { modelFactsForName, sizeClassForModel } from "../../src/domain/model-sizes.ts";
-import { createPerfModel, decodeStepMs, offlineBatchLatencyMs, prefillMs, weightFractionRead } from "../../src/domain/perf-model.ts";
+import { createPerfModel, decodeStepMs, offlineBatchLatencyMs, prefillMs, routedParamsB, weightFractionRead } from "../../src/domain/perf-model.ts";
+import { DEFAULT_SERVING_TUNING, estimateAggregated } from "../../src/domain/serving-estimate.ts";
 
 function perf(model: string, gpu: GpuType = "nvidia-h100-80gb", tensorParallel = 1) {
   return createPerfModel({ model: modelFactsForName(model), gpu: GPU_PROFILES[gpu], shape: { tensorParallel } });
@@ -167,5 +168,43 @@ describe("calibration against published vLLM figures (within 25%)", () => {
 
   it("TPOT at concurrency 1 on an H100: ≈ 6.48 ms (InferenceBench concurrency sweep, vLLM 0.21)", () => {
     expect(Math.abs(decodeStepMs(perf(LLAMA_8B), 1, 300) / 6.48 - 1)).toBeLessThan(0.25);
+  });
+});
+
+describe("MoE/MLA prefill", () => {
+  const r1 = modelFactsForName("deepseek-ai/DeepSeek-R1");
+  const h200 = GPU_PROFILES["nvidia-h200-141gb"];
+  const at = (moeComputeEfficiency: number) => createPerfModel({ model: r1, gpu: h200, shape: { tensorParallel: 8 }, calibration: { moeComputeEfficiency } });
+
+  it("splits DeepSeek-R1's 37B active parameters into ≈ 20.5B routed (8 of 256 experts) and the dense rest", () => {
+    const routed = routedParamsB(r1);
+    expect(routed.active).toBeCloseTo((8 * (671 - 37)) / 248, 6);
+    expect(routed.total).toBeCloseTo((256 * (671 - 37)) / 248, 6);
+    expect(routedParamsB(modelFactsForName("meta-llama/Llama-3.1-8B"))).toEqual({ active: 0, total: 0 });
+  });
+
+  it("makes an 8k FP8 MoE prompt compute-bound on the grouped GEMMs: halving their efficiency nearly doubles the expert share", () => {
+    const fast = prefillMs(at(0.2), 8192);
+    const slow = prefillMs(at(0.1), 8192);
+    expect(slow).toBeGreaterThan(fast * 1.4);
+    // A decode step of 16 sequences stays bandwidth-bound: the grouped-GEMM rate does not move it.
+    expect(decodeStepMs(at(0.1), 16, 2048)).toBeCloseTo(decodeStepMs(at(0.2), 16, 2048), 6);
+  });
+
+  it("leaves dense models' steps alone", () => {
+    const llama = modelFactsForName("meta-llama/Llama-3.1-8B");
+    const a = createPerfModel({ model: llama, gpu: h200, calibration: { moeComputeEfficiency: 0.01 } });
+    const b = createPerfModel({ model: llama, gpu: h200, calibration: { moeComputeEfficiency: 1 } });
+    expect(prefillMs(a, 4096)).toBe(prefillMs(b, 4096));
+  });
+
+  it("charges SGLang, not vLLM, a host dispatch per layer on every prompt-carrying step", () => {
+    const perf = at(0.1);
+    const w = { inputTokens: 1024, outputTokens: 1024 };
+    const limits = { maxBatchedTokens: 16384, maxRunning: 256 };
+    const none = { ...DEFAULT_SERVING_TUNING, prefillLayerDispatchMs: { vllm: 0, sglang: 0 } };
+    const two = { ...DEFAULT_SERVING_TUNING, prefillLayerDispatchMs: { vllm: 0, sglang: 2 } };
+    expect(estimateAggregated(perf, w, 1, limits, "sglang", two).ttftMs - estimateAggregated(perf, w, 1, limits, "sglang", none).ttftMs).toBeCloseTo(61 * 2, 6);
+    expect(estimateAggregated(perf, w, 1, limits, "vllm", two).ttftMs).toBe(estimateAggregated(perf, w, 1, limits, "vllm", none).ttftMs);
   });
 });
