@@ -317,6 +317,7 @@ export function createAgent({
       routerAcks: state.routerAcks,
       pushError,
       retirement: retirementExecutor.view(deployment.id),
+      ...(inventory && { inventory }),
       ...(drainingPods && { drainingPods }),
       ...(scaling && { scaling }),
     });

@@ -16,6 +16,7 @@ import {
   specHashOf,
 } from "../../k8s/render/index.ts";
 import type { Condition, DeploymentStatus, RoleStatus, ScalingStatus } from "../domain/deployment-spec.ts";
+import type { Inventory } from "../domain/cluster.ts";
 import type { ScalingCondition } from "../domain/scaling.ts";
 import type { Observed } from "./observe.ts";
 import { isPodReady, isTerminating, replicaOf, roleOf } from "./plan.ts";
@@ -43,12 +44,27 @@ export interface StatusInput {
   drainingPods?: ReadonlySet<string>;
   /** The autoscaler's latest evaluation (`status.scaling` and the Scaling condition); absent when scaling is off. */
   scaling?: { status: ScalingStatus; condition?: ScalingCondition };
+  /** The last heartbeat's inventory: InsufficientGPU names the free GPUs; absent = not known yet (not said). */
+  inventory?: Inventory;
 }
 
 type Problem = { reason: string; message: string };
 
+/**
+ * Free GPUs where the pod could go: per node of its GPU type (a pod's GPUs must all be on one
+ * node, so the largest free count is what matters), and in total. Undefined when unknown.
+ */
+export function freeGpusFor(gpuType: string | undefined, inventory: Inventory | undefined): string | undefined {
+  if (!inventory) return undefined;
+  const nodes = inventory.nodes.filter((n) => (gpuType ? n.gpuType === gpuType : n.gpuAllocatable > 0));
+  if (nodes.length === 0) return `no node${gpuType ? ` has ${gpuType}` : " has GPUs"}`;
+  const total = nodes.reduce((sum, n) => sum + n.gpuFree, 0);
+  const largest = Math.max(...nodes.map((n) => n.gpuFree));
+  return `${largest} free on the best node, ${total} free on ${nodes.length} node${nodes.length === 1 ? "" : "s"}`;
+}
+
 /** Why a pod is not running, most specific first. */
-export function podProblem(pod: V1Pod): Problem | undefined {
+export function podProblem(pod: V1Pod, inventory?: Inventory): Problem | undefined {
   const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
   if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") {
     const message = scheduled.message ?? "";
@@ -59,7 +75,8 @@ export function podProblem(pod: V1Pod): Problem | undefined {
     const needed = requests["nvidia.com/gpu"] ?? requests["amd.com/gpu"] ?? "?";
     const gpuType = pod.spec?.nodeSelector?.[GPU_TYPE_LABEL];
     const what = `${needed} GPU${needed === "1" ? "" : "s"}${gpuType ? ` (${gpuType})` : ""}`;
-    return { reason: "InsufficientGPU", message: `${pod.metadata?.name} needs ${what}: ${message}` };
+    const free = freeGpusFor(gpuType, inventory);
+    return { reason: "InsufficientGPU", message: `${pod.metadata?.name} needs ${what}${free ? `; ${free}` : ""}: ${message}` };
   }
   for (const container of pod.status?.containerStatuses ?? []) {
     const waiting = container.state?.waiting;
@@ -105,7 +122,7 @@ export function routerReadiness(
   return { ready: true, reason: "RouterReady", message: `${counts}; every router pod holds the current endpoints` };
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods }: StatusInput): DeploymentStatus {
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -133,7 +150,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     const instances = new Map<number, V1Pod[]>();
     for (const pod of observed.pods.filter((p) => roleOf(p) === role.name)) {
       instances.set(replicaOf(pod), [...(instances.get(replicaOf(pod)) ?? []), pod]);
-      const problem = podProblem(pod);
+      const problem = podProblem(pod, inventory);
       if (problem) problems.push(problem);
     }
     let ready = 0;

@@ -229,7 +229,10 @@ describe("berth agent against the simulated cluster", () => {
     expect(stuck.status.roles).toEqual([{ name: "main", kind: "server", desired: 1, ready: 0, updated: 1, draining: 0 }]);
     const scheduled = stuck.status.conditions.find((c: { type: string }) => c.type === "Scheduled");
     expect(scheduled).toMatchObject({ reason: "InsufficientGPU" });
-    expect(scheduled.message).toMatch(/^big-main-r0-m0 needs 8 GPUs \(nvidia-h100-80gb\): 0\/1 nodes are available: .*Insufficient nvidia\.com\/gpu/);
+    // Needed, free (from the heartbeat's inventory) and the scheduler's own words.
+    expect(scheduled.message).toMatch(
+      /^big-main-r0-m0 needs 8 GPUs \(nvidia-h100-80gb\); \d free on the best node, \d free on 1 node: 0\/1 nodes are available: .*Insufficient nvidia\.com\/gpu/,
+    );
     expect(stuck.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "False", reason: "InsufficientGPU" });
 
     await call("DELETE", `/v1/deployments/${created.body.id}`);

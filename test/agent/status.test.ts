@@ -2,7 +2,7 @@
 // conditions, from observed pods only.
 import { describe, expect, it } from "vitest";
 import { buildEndpointList, endpointsHash, routerAckKey } from "../../src/agent/router-endpoint-list.ts";
-import { computeStatus } from "../../src/agent/status.ts";
+import { computeStatus, freeGpusFor } from "../../src/agent/status.ts";
 import type { Observed } from "../../src/agent/observe.ts";
 import type { RenderInput } from "../../k8s/render/index.ts";
 import type { DeploymentStatus } from "../../src/domain/deployment-spec.ts";
@@ -42,6 +42,35 @@ describe("computeStatus", () => {
       observedGeneration: 1,
       lastTransitionTime: NOW.toISOString(),
     });
+  });
+
+  it.each([
+    ["unknown inventory: nothing said about free GPUs", undefined, "chat-main-r1-m0 needs 1 GPU: 0/1"],
+    [
+      "the largest free count on one node and the total",
+      { nodes: [{ name: "a", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 0 }, { name: "b", gpuCapacity: 4, gpuAllocatable: 4, gpuFree: 0 }] },
+      "chat-main-r1-m0 needs 1 GPU; 0 free on the best node, 0 free on 2 nodes: 0/1",
+    ],
+  ])("InsufficientGPU names needed and free GPUs: %s", (_name, inventory, prefix) => {
+    const input = aggregated(2);
+    const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "unschedulable"]), now: NOW, ...(inventory && { inventory }) });
+    expect(conditionOf(status, "Scheduled")?.message.startsWith(prefix)).toBe(true);
+  });
+
+  it.each([
+    ["nvidia-h100-80gb", "4 free on the best node, 6 free on 2 nodes"],
+    ["nvidia-a100-80gb", "no node has nvidia-a100-80gb"],
+    [undefined, "4 free on the best node, 7 free on 3 nodes"],
+  ])("free GPUs for type %s", (gpuType, expected) => {
+    const inventory = {
+      nodes: [
+        { name: "a", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 4 },
+        { name: "b", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 2 },
+        { name: "c", gpuType: "nvidia-l4-24gb", gpuCapacity: 4, gpuAllocatable: 4, gpuFree: 1 },
+        { name: "cpu", gpuCapacity: 0, gpuAllocatable: 0, gpuFree: 0 },
+      ],
+    };
+    expect(freeGpusFor(gpuType, inventory)).toBe(expected);
   });
 
   it("carries the crash's last log line", () => {
