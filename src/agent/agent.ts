@@ -27,6 +27,8 @@ import { type Action, isRetirement, planDeployment, retirementCandidates } from 
 import { createRetirementExecutor } from "./retirement-executor.ts";
 import { buildEndpointsBody, readyRouterPods } from "./router-endpoint-list.ts";
 import { pushEndpoints, tokenFromSecret } from "./router-endpoints.ts";
+import { needsRouterViews } from "./rank-coverage.ts";
+import { readRouterViews } from "./router-views.ts";
 import { computeStatus } from "./status.ts";
 
 export interface AgentConfig {
@@ -307,6 +309,8 @@ export function createAgent({
     // Report what is observed, never what was intended: the cache may not show this pass's writes
     // yet; their watch events enqueue the next pass, which reports them.
     const after: Observed = actions.length > 0 ? observeFromCache(cache, namespace, deployment.id, routerKinds) : observed;
+    // External DP: which ranks the router pods confirm serving, read after this pass's push.
+    const routerViews = !deleting && needsRouterViews(render) ? await readCoverageViews(render, after) : undefined;
     const status = computeStatus({
       render,
       deleting,
@@ -320,6 +324,7 @@ export function createAgent({
       ...(inventory && { inventory }),
       ...(drainingPods && { drainingPods }),
       ...(scaling && { scaling }),
+      ...(routerViews && { routerViews }),
     });
     const body = JSON.stringify(status);
     // The API marks a silent cluster's deployments Ready Unknown: once heard again, the agent
@@ -367,6 +372,11 @@ export function createAgent({
       throw new PushError((error as Error).message);
     }
     return draining;
+  }
+
+  function readCoverageViews(render: RenderInput, observed: Observed) {
+    const { routerPort, routerAdminTokenSecret } = resolveOptions(render.deployment.spec, render.deployment.name, render.options);
+    return readRouterViews({ routerPods: observed.routerPods, secrets: observed.secrets, port: routerPort, tokenSecret: routerAdminTokenSecret });
   }
 
   async function pollDesired(): Promise<void> {

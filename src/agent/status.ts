@@ -3,7 +3,9 @@
 // status flips. "Why not ready" names the cause: InsufficientGPU, ImagePullBackOff, CrashLoopBackOff.
 // With a router, the endpoint is the router Service and Ready also needs RouterReady: the router
 // Deployment's ready replicas reach the declared count and (builtin) every Ready router pod
-// acknowledged the endpoint list that the observed pods give now.
+// acknowledged the endpoint list that the observed pods give now. External DP roles report
+// `ranks` and, with the builtin router, Ready also needs RouterCoverage: every declared rank
+// confirmed serving by every Ready router pod (rank-coverage.ts).
 import type { V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   GPU_TYPE_LABEL,
@@ -19,6 +21,7 @@ import type { Condition, DeploymentStatus, RoleStatus, ScalingStatus } from "../
 import type { Inventory } from "../domain/cluster.ts";
 import type { ScalingCondition } from "../domain/scaling.ts";
 import type { Observed } from "./observe.ts";
+import { rankCoverage, routerCoverageCondition, type RouterViews } from "./rank-coverage.ts";
 import { isPodReady, isTerminating, replicaOf, roleOf } from "./plan.ts";
 import { buildEndpointsBody, endpointsHash, routersAcknowledged } from "./router-endpoint-list.ts";
 
@@ -46,6 +49,8 @@ export interface StatusInput {
   scaling?: { status: ScalingStatus; condition?: ScalingCondition };
   /** The last heartbeat's inventory: InsufficientGPU names the free GPUs; absent = not known yet (not said). */
   inventory?: Inventory;
+  /** Builtin router in front of external DP: what this pass read from its Ready pods; absent when not read. */
+  routerViews?: RouterViews;
 }
 
 type Problem = { reason: string; message: string };
@@ -122,7 +127,7 @@ export function routerReadiness(
   return { ready: true, reason: "RouterReady", message: `${counts}; every router pod holds the current endpoints` };
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory }: StatusInput): DeploymentStatus {
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -170,6 +175,14 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     roles.push({ name: role.name, kind: role.kind, desired, ready, updated, draining });
   }
 
+  const coverage = rankCoverage(render, observed.pods, drainingPods ?? new Set(), routerViews);
+  for (const { role, ranks } of coverage) {
+    const entry = roles.find((r) => r.name === role);
+    if (entry) entry.ranks = ranks;
+  }
+  const routerCoverage = routerCoverageCondition(render, coverage, routerViews);
+  const covered = !routerCoverage?.gatesReady || routerCoverage.status === "True";
+
   const options = resolveOptions(deployment.spec, deployment.name, render.options);
   let endpoint: string | undefined;
   if (deployment.spec.router) {
@@ -184,7 +197,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
   }
   const router = routerReadiness(render, observed, routerAcks ?? new Map(), pushError, drainingPods);
 
-  const ready = allReady && (router?.ready ?? true) && !applyError && !pushError && endpoint !== undefined && !deleting;
+  const ready = allReady && (router?.ready ?? true) && covered && !applyError && !pushError && endpoint !== undefined && !deleting;
   const unschedulable = problems.find((p) => p.reason === "InsufficientGPU" || p.reason === "Unschedulable");
   const firstProblem = problems[0];
   const phase: DeploymentStatus["phase"] = deleting
@@ -201,7 +214,9 @@ export function computeStatus({ render, deleting, observed, applyError, previous
         ? { reason: "EndpointPushFailed", message: pushError }
         : allReady && router && !router.ready
           ? { reason: router.reason, message: router.message }
-          : { reason: "WeightsLoading", message: "instances are starting" }));
+          : allReady && routerCoverage && !covered
+            ? { reason: routerCoverage.reason, message: routerCoverage.message }
+            : { reason: "WeightsLoading", message: "instances are starting" }));
   const counts = roles.map((r) => `${r.name} ${r.ready}/${r.desired} ready`).join(", ");
 
   const conditions: Condition[] = [
@@ -213,6 +228,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
       ? condition("RolesReady", "True", "AllRolesReady", counts)
       : condition("RolesReady", "False", notReadyWhy.reason, `${counts}; ${notReadyWhy.message}`),
     ...(router ? [condition("RouterReady", router.ready ? "True" : "False", router.reason, router.message)] : []),
+    ...(routerCoverage ? [condition("RouterCoverage", routerCoverage.status, routerCoverage.reason, routerCoverage.message)] : []),
     allUpdated
       ? condition("UpToDate", "True", "AllUpdated", `every instance runs generation ${generation}`)
       : condition("UpToDate", "False", "RollingUpdate", "instances are being replaced one per role at a time"),

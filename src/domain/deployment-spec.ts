@@ -471,6 +471,7 @@ export const CONDITION_TYPES = [
   "Scheduled",
   "RolesReady",
   "RouterReady",
+  "RouterCoverage",
   "UpToDate",
   "Scaling",
   "Retiring",
@@ -496,6 +497,19 @@ export type Condition = z.infer<typeof Condition>;
 const observedCount = (what: string) =>
   count(0, Number.MAX_SAFE_INTEGER).describe(`${what}, in instances; absent when not observed.`).optional();
 
+const rankCount = (what: string) => count(0, Number.MAX_SAFE_INTEGER).describe(what);
+
+export const RankCoverage = strictObject({
+  declared: rankCount("Data-parallel ranks the spec declares: parallelism.data × replicas."),
+  eligible: rankCount("Ranks whose pods are Ready and that the agent lists as eligible to the router."),
+  serving: rankCount(
+    "Ranks every Ready router pod confirms: the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model; absent when the router could not be read.",
+  ).optional(),
+})
+  .describe("External DP only (one endpoint per rank): how many ranks are declared, eligible and confirmed serving by the router; absent for other roles.")
+  .meta({ id: "RankCoverage" });
+export type RankCoverage = z.infer<typeof RankCoverage>;
+
 export const RoleStatus = strictObject({
   name: z.string().min(1).max(63).describe("Role name."),
   kind: RoleKind,
@@ -503,6 +517,7 @@ export const RoleStatus = strictObject({
   ready: observedCount("Instances ready to serve"),
   updated: observedCount("Instances running the current spec"),
   draining: observedCount("Instances being retired"),
+  ranks: RankCoverage.optional(),
 }).meta({ id: "RoleStatus" });
 export type RoleStatus = z.infer<typeof RoleStatus>;
 

@@ -1830,13 +1830,23 @@ export interface components {
             updated?: number;
             /** @description Instances being retired, in instances; absent when not observed. */
             draining?: number;
+            ranks?: components["schemas"]["RankCoverage"];
+        };
+        /** @description External DP only (one endpoint per rank): how many ranks are declared, eligible and confirmed serving by the router; absent for other roles. */
+        RankCoverage: {
+            /** @description Data-parallel ranks the spec declares: parallelism.data × replicas. */
+            declared: number;
+            /** @description Ranks whose pods are Ready and that the agent lists as eligible to the router. */
+            eligible: number;
+            /** @description Ranks every Ready router pod confirms: the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model; absent when the router could not be read. */
+            serving?: number;
         };
         Condition: {
             /**
              * @description Aspect of the deployment this condition reports.
              * @enum {string}
              */
-            type: "Accepted" | "Scheduled" | "RolesReady" | "RouterReady" | "UpToDate" | "Scaling" | "Retiring" | "Resizing" | "Ready";
+            type: "Accepted" | "Scheduled" | "RolesReady" | "RouterReady" | "RouterCoverage" | "UpToDate" | "Scaling" | "Retiring" | "Resizing" | "Ready";
             /**
              * @description Whether the condition holds.
              * @enum {string}

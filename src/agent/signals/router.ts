@@ -20,6 +20,14 @@ export interface AdminEndpoint {
   role: string;
   state: string;
   inFlight: number;
+  /** The address the router sends to; absent when the view does not carry it. */
+  url?: string;
+  /** External DP: the endpoint's first data-parallel rank. */
+  rank?: number;
+  /** The model ids read from the endpoint's /v1/models; null while that read has not succeeded. */
+  models?: string[] | null;
+  /** Why the last /v1/models read failed, if it did. */
+  modelsError?: string;
 }
 
 export interface AdminView {
@@ -60,6 +68,10 @@ export function parseAdminView(body: unknown): AdminView {
     if (typeof value !== "string") throw new Error(`${what} is not a string`);
     return value;
   };
+  const list = (value: unknown, what: string): unknown[] => {
+    if (!Array.isArray(value)) throw new Error(`${what} is not an array`);
+    return value;
+  };
   const view = record(body, "the admin view");
   if (!Array.isArray(view.endpoints)) throw new Error("endpoints is not an array");
   return {
@@ -70,6 +82,12 @@ export function parseAdminView(body: unknown): AdminView {
         role: text(endpoint.role, `endpoints[${index}].role`),
         state: text(endpoint.state, `endpoints[${index}].state`),
         inFlight: count(endpoint.inFlight, `endpoints[${index}].inFlight`),
+        ...(endpoint.url !== undefined && { url: text(endpoint.url, `endpoints[${index}].url`) }),
+        ...(endpoint.rank !== undefined && { rank: count(endpoint.rank, `endpoints[${index}].rank`) }),
+        ...(endpoint.models !== undefined && {
+          models: endpoint.models === null ? null : list(endpoint.models, `endpoints[${index}].models`).map((model, m) => text(model, `endpoints[${index}].models[${m}]`)),
+        }),
+        ...(endpoint.modelsError !== undefined && { modelsError: text(endpoint.modelsError, `endpoints[${index}].modelsError`) }),
       };
     }),
     held: count(view.held, "held"),

@@ -89,7 +89,12 @@ describe("routerSignalsByRole", () => {
 describe("parseAdminView", () => {
   it("keeps the fields the agent reads", () => {
     const body = { endpoints: [{ id: "a", url: "http://x", role: "server", state: "eligible", inFlight: 3, models: ["m"] }], models: ["m"], holdWhenEmpty: false, held: 1 };
-    expect(parseAdminView(body)).toEqual({ endpoints: [{ id: "a", role: "server", state: "eligible", inFlight: 3 }], held: 1 });
+    expect(parseAdminView(body)).toEqual({ endpoints: [{ id: "a", url: "http://x", role: "server", state: "eligible", inFlight: 3, models: ["m"] }], held: 1 });
+  });
+
+  it("keeps an external DP rank and a failed model read (models null, modelsError) for rank coverage", () => {
+    const body = { endpoints: [{ id: "a", url: "http://x", role: "server", rank: 2, state: "eligible", inFlight: 0, models: null, modelsError: "HTTP 503" }], held: 0 };
+    expect(parseAdminView(body).endpoints).toEqual([{ id: "a", url: "http://x", role: "server", rank: 2, state: "eligible", inFlight: 0, models: null, modelsError: "HTTP 503" }]);
   });
 
   it.each([
@@ -98,6 +103,8 @@ describe("parseAdminView", () => {
     [{ endpoints: [], held: -1 }, /held is not a count/],
     [{ endpoints: [{ id: "a", role: "server", state: "eligible", inFlight: 1.5 }], held: 0 }, /endpoints\[0\]\.inFlight/],
     [{ endpoints: [{ id: 1, role: "server", state: "eligible", inFlight: 1 }], held: 0 }, /endpoints\[0\]\.id/],
+    [{ endpoints: [{ id: "a", role: "server", state: "eligible", inFlight: 1, models: "m" }], held: 0 }, /endpoints\[0\]\.models is not an array/],
+    [{ endpoints: [{ id: "a", role: "server", state: "eligible", inFlight: 1, rank: -1 }], held: 0 }, /endpoints\[0\]\.rank/],
   ])("refuses %j", (body, message) => {
     expect(() => parseAdminView(body)).toThrow(message);
   });
