@@ -53,8 +53,8 @@ export const AGENT_RULES: readonly AgentRule[] = [
   {
     apiGroup: "",
     resources: ["namespaces"],
-    verbs: ["get", "create", "patch"],
-    why: "Project namespaces berth-<project> are created on demand by server-side apply (create + patch) and read before each pass. Never deleted: the agent holds no delete here.",
+    verbs: ["get", "list", "watch", "create", "patch"],
+    why: "Project namespaces berth-<project> are created on demand by server-side apply (create + patch); an informer lists and watches those labelled managed-by=berth-agent to know which exist. Never deleted: the agent holds no delete here.",
   },
   {
     apiGroup: "",

@@ -21,7 +21,7 @@ const perm = (group: string, resource: string, verb: string): Permission => `${g
 /** What the agent needs and why: the whole grant, and nothing else. */
 const NEEDS: [group: string, resource: string, verbs: string[], where: string][] = [
   ["", "nodes", ["list", "watch"], "agent.ts heartbeat: core.listNode → computeInventory; informer"],
-  ["", "namespaces", ["get", "create", "patch"], "observe.ts core.readNamespace; apply.ts SSA of the project namespace (absent → create)"],
+  ["", "namespaces", ["get", "list", "watch", "create", "patch"], "observe.ts core.readNamespace; informers.ts list/watch of labelled namespaces; apply.ts SSA of the project namespace (absent → create)"],
   ["", "pods", ["list", "watch"], "agent.ts heartbeat core.listPodForAllNamespaces; observe.ts core.listNamespacedPod; informer"],
   ["", "pods", ["create", "delete"], "apply.ts core.createNamespacedPod / deleteNamespacedPod (UID precondition)"],
   ["", "pods", ["get"], "the external routers' Role grants pods get: RBAC needs the granter to hold it"],
@@ -161,10 +161,10 @@ describe("agent ClusterRole", () => {
     }
   });
 
-  it("grants nothing on rbac cluster-scoped objects, nodes beyond reading, or namespaces beyond get/create/patch", () => {
+  it("grants nothing on rbac cluster-scoped objects, nodes beyond reading, or namespaces beyond get/list/watch/create/patch", () => {
     expect([...GRANTED].filter((p) => /clusterrole/.test(p))).toEqual([]);
     expect([...GRANTED].filter((p) => p.startsWith("core nodes ")).sort()).toEqual(["core nodes list", "core nodes watch"]);
-    expect([...GRANTED].filter((p) => p.startsWith("core namespaces ")).sort()).toEqual(["core namespaces create", "core namespaces get", "core namespaces patch"]);
+    expect([...GRANTED].filter((p) => p.startsWith("core namespaces ")).sort()).toEqual(["core namespaces create", "core namespaces get", "core namespaces list", "core namespaces patch", "core namespaces watch"]);
   });
 
   it("gives every rule a reason", () => {
