@@ -232,7 +232,7 @@ const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
 function calibrationError(computeEfficiency: number, queueFactor: number, ttftOverheadMs: number): number {
   const errors: number[] = [];
   for (const [isl, osl, tp, concurrency, ttftMs, tpotMs] of CALIBRATION) {
-    const p = predictAic({ engine: "vllm", model: "meta-llama/Llama-3.1-70B", gpu: "h100_sxm", precision: "fp8", tp, concurrency, isl, osl, ttftMs, tpotMs }, { computeEfficiency }, { queueFactor, ttftOverheadMs });
+    const p = predictAic({ engine: "vllm", model: "meta-llama/Llama-3.1-70B", gpu: "h100_sxm", precision: "fp8", tp, concurrency, isl, osl, ttftMs, tpotMs }, { computeEfficiency }, { ...DEFAULT_SERVING_TUNING, queueFactor, ttftOverheadMs });
     if (!p.fits) continue; // saturated runs (TTFT in tens of seconds) the model refuses as not fitting the KV cache
     errors.push(Math.abs(relative(p.ttftMs, ttftMs)), Math.abs(relative(p.itlMs, tpotMs)));
   }
