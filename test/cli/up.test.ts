@@ -149,7 +149,8 @@ describe("berth up", () => {
     const deployment = await readyDeployment(first, "qwen-chat");
     expect(deployment.status.roles).toEqual([{ name: "main", kind: "server", desired: 2, ready: 2, updated: 2, draining: 0 }]);
     endpoint = deployment.status.endpoint;
-    expect(endpoint).toMatch(/^http:\/\/127\.\d+\.\d+\.\d+:\d+$/);
+    // The example has the builtin router: the endpoint is the router Service (port 8080).
+    expect(endpoint).toMatch(/^http:\/\/127\.\d+\.\d+\.\d+:8080$/);
     const answer = await chat(endpoint);
     expect(answer.status).toBe(200);
     expect(answer.body.model).toBe("Qwen/Qwen3-8B");
@@ -158,6 +159,7 @@ describe("berth up", () => {
     const { stdout } = await promisify(execFile)("kubectl", ["--kubeconfig", first.kubeconfig, "get", "pods", "-A"], { timeout: 30_000 });
     expect(stdout).toMatch(/berth-default\s+qwen-chat-main-r0-m0\s+1\/1\s+Running/);
     expect(stdout).toMatch(/berth-default\s+qwen-chat-main-r1-m0\s+1\/1\s+Running/);
+    expect(stdout).toMatch(/berth-default\s+qwen-chat-router-\S+\s+1\/1\s+Running/);
 
     const events = await call(first, "GET", `/v1/events?deploymentId=${deployment.id}`);
     expect(events.body.items.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(["deployment.created", "deployment.ready"]));
