@@ -594,3 +594,5 @@ async function main(): Promise<void> {
 }
 
 await main();
+// Everything is stopped by now; keep-alive sockets to the gone routers would hold the loop open.
+process.exit(0);
