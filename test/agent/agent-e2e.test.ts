@@ -5,69 +5,29 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { berthPrograms, type SimCluster, startSimCluster, writeKubeconfig } from "../../k8s/sim/index.ts";
-import { type Agent, createAgent } from "../../src/agent/agent.ts";
-import { type AgentApi, createApiClient, registerAgent } from "../../src/agent/api-client.ts";
-import { createKube, type Kube } from "../../src/agent/kube.ts";
-import { systemClock } from "../../src/domain/clock.ts";
-import { BERTH_BIN, type BerthServer, startBerthServer } from "../support/berth-process.ts";
+import { type SimCluster, writeKubeconfig } from "../../k8s/sim/index.ts";
+import type { Agent } from "../../src/agent/agent.ts";
+import { type AgentApi, registerAgent } from "../../src/agent/api-client.ts";
+import type { Kube } from "../../src/agent/kube.ts";
+import { BERTH_BIN, type BerthServer } from "../support/berth-process.ts";
+import { adminCaller, type AgentWorld, answerOf, chat, eventually, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-agents";
-const quiet = { info: () => {}, warn: () => {} };
-
-async function eventually<T>(what: string | (() => string), fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 describe("berth agent against the simulated cluster", () => {
+  let world: AgentWorld;
   let server: BerthServer;
   let cluster: SimCluster;
   let kube: Kube;
   let agent: Agent;
   let offline = false;
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        Authorization: `Bearer ${server.adminToken}`,
-        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
-        ...headers,
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, etag: res.headers.get("etag") };
-  };
+  const call = adminCaller(() => server);
 
   beforeAll(async () => {
-    [server, cluster] = await Promise.all([
-      startBerthServer(),
-      startSimCluster({
-        nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus: 8 }],
-        programs: berthPrograms({ routerImage: "ghcr.io/berth/berth:0.1.0", simEngineFlags: ["--latency-profile", "turbo"] }),
-        timeScale: 0.1,
-      }),
-    ]);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions(cluster.kubeConfigOptions);
-    kube = createKube(kc);
-    const created = await call("POST", "/v1/clusters", { name: "sim" });
-    expect(created.status).toBe(201);
-    const { token } = await registerAgent(server.url, created.body.joinToken);
-    const real = createApiClient({ baseUrl: server.url, token, retry: { attempts: 2, baseMs: 50, capMs: 200 } });
+    world = await startAgentWorld({ project: "agents" });
+    ({ server, cluster, kube } = world);
+    const real = world.api();
     // The same client, with a switch that makes every call fail as if the API were unreachable.
     const unreachable = async () => {
       throw new TypeError("fetch failed");
@@ -84,20 +44,11 @@ describe("berth agent against the simulated cluster", () => {
       patchReplicas: (...args) => (offline ? unreachable() : real.patchReplicas(...args)),
       postEvent: (...args) => (offline ? unreachable() : real.postEvent(...args)),
     };
-    agent = createAgent({
-      kube,
-      api,
-      clock: systemClock,
-      config: { settleMs: 300, waitSeconds: 2, heartbeatMs: 1_000, resyncMs: 500, backoffBaseMs: 100, backoffCapMs: 1_000 },
-      logger: quiet,
-    });
-    agent.start();
+    agent = world.startAgent({ kube, api, config: { resyncMs: 500 } });
   }, 90_000);
 
   afterAll(async () => {
-    await agent?.stop();
-    await cluster?.stop({ now: true });
-    await server?.stop();
+    await world?.stop();
   }, 30_000);
 
   let id: string;
@@ -115,19 +66,11 @@ describe("berth agent against the simulated cluster", () => {
   });
 
   it("brings an aggregated deployment with 2 replicas to Ready, serving chat completions", async () => {
-    const project = await call("POST", "/v1/projects", { name: "agents" });
-    expect(project.status).toBe(201);
-    const created = await call("POST", "/v1/deployments", {
-      name: "chat",
-      projectId: project.body.id,
-      spec: {
-        model: { name: "Qwen/Qwen3-8B" },
-        engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
-        roles: [{ name: "main", replicas: 2, resources: { gpus: 1 } }],
-      },
+    id = await world.create("chat", {
+      model: { name: "Qwen/Qwen3-8B" },
+      engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+      roles: [{ name: "main", replicas: 2, resources: { gpus: 1 } }],
     });
-    expect(created.status).toBe(201);
-    id = created.body.id;
 
     const ready = await eventually("Ready with 2 ready", async () => {
       const res = await call("GET", `/v1/deployments/${id}`);
@@ -138,14 +81,9 @@ describe("berth agent against the simulated cluster", () => {
     expect(ready.status.endpoint).toMatch(/^http:\/\/127\.\d+\.\d+\.\d+:8000$/);
     expect(ready.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True" });
 
-    const chat = await fetch(`${ready.status.endpoint}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ model: "Qwen/Qwen3-8B", messages: [{ role: "user", content: "hello" }], max_tokens: 8 }),
-    });
-    expect(chat.status).toBe(200);
-    const answer = (await chat.json()) as { choices: Array<{ message: { content: string } }> };
-    expect(answer.choices[0]!.message.content.length).toBeGreaterThan(0);
+    const answer = await chat(ready.status.endpoint);
+    expect(answer.status).toBe(200);
+    expect(answerOf(answer.text).length).toBeGreaterThan(0);
 
     const pods = await kube.core.listNamespacedPod({ namespace: NS, labelSelector: `berth.dev/deployment-id=${id}` });
     expect(pods.items.map((p) => p.metadata!.name).sort()).toEqual(["chat-main-r0-m0", "chat-main-r1-m0"]);

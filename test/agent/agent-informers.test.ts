@@ -3,64 +3,32 @@
 // deployment, yet it goes Ready and gets a pod deleted behind its back back at once; with a
 // change history of 10 and watches that end every 1–2 s under a flood of unrelated writes,
 // every reconnect is answered 410 Gone, the informers relist, and the agent keeps converging.
-import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { berthPrograms, type SimCluster, startSimCluster } from "../../k8s/sim/index.ts";
-import { type Agent, type AgentConfig, createAgent } from "../../src/agent/agent.ts";
-import { createApiClient, registerAgent } from "../../src/agent/api-client.ts";
-import { createKube, type Kube } from "../../src/agent/kube.ts";
-import { systemClock } from "../../src/domain/clock.ts";
-import { type BerthServer, startBerthServer } from "../support/berth-process.ts";
+import type { Agent, AgentConfig } from "../../src/agent/agent.ts";
+import type { Kube } from "../../src/agent/kube.ts";
+import { adminCaller, type AgentWorld, eventually, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-informers";
 const HOUR = 3_600_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await sleep(100);
-  }
-}
-
 describe("berth agent with informers", () => {
-  let server: BerthServer;
-  let cluster: SimCluster;
+  let world: AgentWorld;
   let kube: Kube;
-  let token: string;
   let agent: Agent | undefined;
   const warnings: Array<{ msg: string; data?: object }> = [];
   /** The pod informer's cluster-wide lists (not watches) since the counter was last reset: its initial list and relists. */
   let podLists = 0;
 
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${server.adminToken}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, etag: res.headers.get("etag") };
-  };
+  const call = adminCaller(() => world.server);
 
   const startAgent = (config: Partial<AgentConfig>) => {
-    agent = createAgent({
+    agent = world.startAgent({
       kube,
-      api: createApiClient({ baseUrl: server.url, token, retry: { attempts: 2, baseMs: 50, capMs: 200 } }),
-      clock: systemClock,
       // Neither the safety re-check nor the resync can fire during the test: only events move it.
-      config: { settleMs: HOUR, resyncMs: HOUR, waitSeconds: 2, heartbeatMs: 1_000, backoffBaseMs: 100, backoffCapMs: 1_000, ...config },
+      config: { settleMs: HOUR, resyncMs: HOUR, ...config },
       logger: { info: () => {}, warn: (msg, data) => void warnings.push({ msg, data }) },
     });
-    agent.start();
   };
 
   const readyWith = (id: string, replicas: number) =>
@@ -72,6 +40,7 @@ describe("berth agent with informers", () => {
         return s?.phase === "Ready" && s.roles[0].ready === replicas && s.observedGeneration === res.body.generation ? res.body : undefined;
       },
       20_000,
+      100,
     );
 
   const podsOf = async (id: string) =>
@@ -89,56 +58,39 @@ describe("berth agent with informers", () => {
         return pod && pod.metadata!.uid !== before && pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
       },
       20_000,
+      100,
     );
     await readyWith(id, replicas);
     return Date.now() - started;
   }
 
   beforeAll(async () => {
-    [server, cluster] = await Promise.all([
-      startBerthServer(),
-      startSimCluster({
-        nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus: 8 }],
-        programs: berthPrograms({ routerImage: "ghcr.io/berth/berth:0.1.0", simEngineFlags: ["--latency-profile", "turbo"] }),
-        timeScale: 0.1,
+    world = await startAgentWorld({
+      project: "informers",
+      sim: {
         watchHistorySize: 10,
         onRequest: ({ method, path, search }) => {
           // The informer's lists carry its label selector; the heartbeat's list of every pod does not.
           if (method === "GET" && path === "/api/v1/pods" && search.includes("labelSelector=") && !/[?&]watch=(true|1)/.test(search)) podLists++;
         },
-      }),
-    ]);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions(cluster.kubeConfigOptions);
-    kube = createKube(kc);
-    const created = await call("POST", "/v1/clusters", { name: "sim" });
-    expect(created.status).toBe(201);
-    ({ token } = await registerAgent(server.url, created.body.joinToken));
+      },
+    });
+    kube = world.kube;
   }, 90_000);
 
   afterAll(async () => {
-    await agent?.stop();
-    await cluster?.stop({ now: true });
-    await server?.stop();
+    await world?.stop();
   }, 30_000);
 
   let id: string;
 
   it("goes Ready and recreates a pod deleted behind its back, moved by watch events alone", async () => {
     startAgent({});
-    const project = await call("POST", "/v1/projects", { name: "informers" });
-    expect(project.status).toBe(201);
-    const created = await call("POST", "/v1/deployments", {
-      name: "chat",
-      projectId: project.body.id,
-      spec: {
-        model: { name: "Qwen/Qwen3-8B" },
-        engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
-        roles: [{ name: "main", replicas: 1, resources: { gpus: 1 } }],
-      },
+    id = await world.create("chat", {
+      model: { name: "Qwen/Qwen3-8B" },
+      engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+      roles: [{ name: "main", replicas: 1, resources: { gpus: 1 } }],
     });
-    expect(created.status).toBe(201);
-    id = created.body.id;
     // The pod turns Ready seconds after the pass that created it; no timer is due for an hour.
     await readyWith(id, 1);
     const [pod] = await podsOf(id);

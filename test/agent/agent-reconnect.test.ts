@@ -15,9 +15,9 @@ import type { Deployment } from "../../src/domain/deployment.ts";
 import { sweepClusters } from "../../src/services/agent/sweep-clusters.ts";
 import { DEFAULT_APP_CONFIG } from "../../src/services/context.ts";
 import { createTestApi, type TestApi } from "../support/api-harness.ts";
+import { quiet } from "./e2e-support.ts";
 
 const IMAGE = "vllm/vllm-openai:v0.11.0";
-const quiet = { info: () => {}, warn: () => {} };
 
 async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

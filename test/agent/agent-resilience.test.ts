@@ -25,29 +25,13 @@ import { createKube, type Kube } from "../../src/agent/kube.ts";
 import { systemClock } from "../../src/domain/clock.ts";
 import type { DeploymentSpec } from "../../src/domain/deployment-spec.ts";
 import { BERTH_BIN, type BerthServer, freePort, startBerthServer } from "../support/berth-process.ts";
+import { adminCaller, chat as complete, eventually, FAST_AGENT_CONFIG, quiet, ROUTER_IMAGE } from "./e2e-support.ts";
 
-const ROUTER_IMAGE = "ghcr.io/berth/berth:0.1.0";
 const OLD_IMAGE = "vllm/vllm-openai:v0.11.0";
 const NEW_IMAGE = "vllm/vllm-openai:v0.11.1";
 const OUTAGE_MS = 20_000;
-const quiet = { info: () => {}, warn: () => {} };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const run = promisify(execFile);
-
-async function eventually<T>(what: string | (() => string), fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}${last ? `: ${String(last)}` : ""}`);
-    await sleep(200);
-  }
-}
 
 /** One pod as a sample sees it. */
 interface PodView {
@@ -164,19 +148,7 @@ describe("the agent's resilience", () => {
   let current: Agent | undefined;
   const processes: AgentProcess[] = [];
 
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        Authorization: `Bearer ${server.adminToken}`,
-        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
-        ...headers,
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, etag: res.headers.get("etag") };
-  };
+  const call = adminCaller(() => server);
 
   /** A fresh agent in this process: its own clients, nothing shared with any earlier one. */
   const startAgent = (token: string): Agent => {
@@ -186,7 +158,7 @@ describe("the agent's resilience", () => {
       kube: createKube(kc),
       api: createApiClient({ baseUrl: server.url, token, retry: { attempts: 2, baseMs: 50, capMs: 200 } }),
       clock: systemClock,
-      config: { routerImage: ROUTER_IMAGE, settleMs: 300, waitSeconds: 2, heartbeatMs: 1_000, resyncMs: 500, backoffBaseMs: 100, backoffCapMs: 1_000 },
+      config: { routerImage: ROUTER_IMAGE, ...FAST_AGENT_CONFIG, resyncMs: 500 },
       logger: quiet,
     });
     agent.start();
@@ -270,13 +242,8 @@ describe("the agent's resilience", () => {
     (await kube.core.listNamespacedPod({ namespace, labelSelector: `${LABELS.deploymentId}=${id}` })).items.map(viewOf);
 
   const chat = async (endpoint: string) => {
-    const res = await fetch(`${endpoint}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ model: "Qwen/Qwen3-8B", messages: [{ role: "user", content: "still there?" }], max_tokens: 4 }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    const body = (await res.json()) as { choices?: Array<{ message: { content: string } }> };
+    const res = await complete(endpoint, { content: "still there?", maxTokens: 4, timeoutMs: 10_000 });
+    const body = JSON.parse(res.text) as { choices?: Array<{ message: { content: string } }> };
     return { status: res.status, content: body.choices?.[0]?.message.content ?? "" };
   };
 

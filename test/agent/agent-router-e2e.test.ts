@@ -3,33 +3,12 @@
 // the router Service), the router holds both engine pods; vLLM and SGLang PD deployments answer
 // through the router's two-leg exchange; a scale-down pushes the leaving pod as draining before
 // its delete is issued; deleting removes every object, router objects and token Secret included.
-import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { berthPrograms, type SimCluster, startSimCluster } from "../../k8s/sim/index.ts";
-import { type Agent, createAgent, type Logger } from "../../src/agent/agent.ts";
-import { createApiClient, registerAgent } from "../../src/agent/api-client.ts";
+import type { Agent, Logger } from "../../src/agent/agent.ts";
 import { createKube, type Kube } from "../../src/agent/kube.ts";
-import { systemClock } from "../../src/domain/clock.ts";
-import { type BerthServer, startBerthServer } from "../support/berth-process.ts";
+import { adminCaller, type AgentWorld, answerOf, chat as complete, eventually, MODEL, quiet, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-routers";
-const MODEL = "Qwen/Qwen3-8B";
-const quiet: Logger = { info: () => {}, warn: () => {} };
-
-async function eventually<T>(what: string | (() => string), fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
 
 interface RouterView {
   endpoints: Array<{ id: string; url: string; role: string; state: string; bootstrapPort?: number; inFlight: number }>;
@@ -37,8 +16,7 @@ interface RouterView {
 }
 
 describe("berth agent with the builtin router against the simulated cluster", () => {
-  let server: BerthServer;
-  let cluster: SimCluster;
+  let world: AgentWorld;
   let kube: Kube;
   let agent: Agent;
   let startAgent: (logger?: Logger) => void;
@@ -47,19 +25,7 @@ describe("berth agent with the builtin router against the simulated cluster", ()
   const deletes: Array<{ pod: string; routerState: string | undefined }> = [];
   let watchDeletesOf: string | undefined;
 
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        Authorization: `Bearer ${server.adminToken}`,
-        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
-        ...headers,
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, etag: res.headers.get("etag") };
-  };
+  const call = adminCaller(() => world.server);
 
   /** GET /admin/endpoints on the deployment's Ready router pod, with the token from its Secret. */
   const routerView = async (id: string, name: string): Promise<RouterView> => {
@@ -77,16 +43,9 @@ describe("berth agent with the builtin router against the simulated cluster", ()
   };
 
   const chat = async (endpoint: string, content = "hello") => {
-    const res = await fetch(`${endpoint}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content }], max_tokens: 8 }),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    expect(res.status, text).toBe(200);
-    const answer = JSON.parse(text) as { choices: Array<{ message: { content: string } }> };
-    expect(answer.choices[0]!.message.content.length).toBeGreaterThan(0);
+    const res = await complete(endpoint, { content });
+    expect(res.status, res.text).toBe(200);
+    expect(answerOf(res.text).length).toBeGreaterThan(0);
   };
 
   /** The sum of a metric's samples on an engine pod whose lines contain `match`. */
@@ -105,33 +64,15 @@ describe("berth agent with the builtin router against the simulated cluster", ()
     return created.body.id as string;
   };
 
-  const readyDeployment = (id: string) => {
-    let last: unknown;
-    return eventually(
-      () => `${id} Ready; last status ${JSON.stringify(last)}`,
-      async () => {
-        const res = await call("GET", `/v1/deployments/${id}`);
-        last = res.body?.status;
-        return res.body.status?.phase === "Ready" && res.body.status.observedGeneration === res.body.generation ? res.body : undefined;
-      },
-    );
-  };
+  const readyDeployment = (id: string) => world.readyDeployment(id);
 
   beforeAll(async () => {
-    [server, cluster] = await Promise.all([
-      startBerthServer(),
-      startSimCluster({
-        nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus: 8 }],
-        programs: berthPrograms({ routerImage: "ghcr.io/berth/berth:0.1.0", simEngineFlags: ["--latency-profile", "turbo"] }),
-        timeScale: 0.1,
-      }),
-    ]);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions(cluster.kubeConfigOptions);
-    kube = createKube(kc);
+    world = await startAgentWorld({ project: "routers" });
+    kube = world.kube;
+    projectId = world.projectId;
     // The agent's own client, with every pod delete recorded together with what the router held
     // for that pod at that moment: the order of calls shows drain-before-delete.
-    const agentKube = createKube(kc);
+    const agentKube = createKube(world.kubeConfig);
     const deletePod = agentKube.core.deleteNamespacedPod.bind(agentKube.core);
     agentKube.core.deleteNamespacedPod = async (param, options) => {
       if (watchDeletesOf) {
@@ -140,29 +81,14 @@ describe("berth agent with the builtin router against the simulated cluster", ()
       }
       return deletePod(param, options);
     };
-    const clusterRecord = await call("POST", "/v1/clusters", { name: "sim" });
-    expect(clusterRecord.status).toBe(201);
-    const { token } = await registerAgent(server.url, clusterRecord.body.joinToken);
     startAgent = (logger = quiet) => {
-      agent = createAgent({
-        kube: agentKube,
-        api: createApiClient({ baseUrl: server.url, token, retry: { attempts: 2, baseMs: 50, capMs: 200 } }),
-        clock: systemClock,
-        config: { settleMs: 300, waitSeconds: 2, heartbeatMs: 1_000, resyncMs: 1_000, backoffBaseMs: 100, backoffCapMs: 1_000 },
-        logger,
-      });
-      agent.start();
+      agent = world.startAgent({ kube: agentKube, logger });
     };
     startAgent();
-    const project = await call("POST", "/v1/projects", { name: "routers" });
-    expect(project.status).toBe(201);
-    projectId = project.body.id;
   }, 90_000);
 
   afterAll(async () => {
-    await agent?.stop();
-    await cluster?.stop({ now: true });
-    await server?.stop();
+    await world?.stop();
   }, 30_000);
 
   let chatId: string;

@@ -4,34 +4,11 @@
 // engines' gauges. Shadow mode only reports; active mode writes replicas through the API (scale-up
 // at once, scale-down after the stabilization window); a role at zero is woken by a request the
 // builtin router holds, and that request is served.
-import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { berthPrograms, type SimCluster, startSimCluster } from "../../k8s/sim/index.ts";
-import { type Agent, createAgent, type Logger } from "../../src/agent/agent.ts";
-import { createApiClient, registerAgent } from "../../src/agent/api-client.ts";
-import { createKube } from "../../src/agent/kube.ts";
-import { systemClock } from "../../src/domain/clock.ts";
-import { type BerthServer, startBerthServer } from "../support/berth-process.ts";
+import { adminCaller, type AgentWorld, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
 
-const MODEL = "Qwen/Qwen3-8B";
-const quiet: Logger = { info: () => {}, warn: () => {} };
 /** Tokens per request: about a second each at the simulator's 0.05 latency profile. */
 const LONG_REQUEST_TOKENS = 2500;
-
-async function eventually<T>(what: string | (() => string), fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
 
 interface ScaledEvent {
   type: string;
@@ -39,31 +16,12 @@ interface ScaledEvent {
 }
 
 describe("the autoscaler against the simulated cluster", () => {
-  let server: BerthServer;
-  let cluster: SimCluster;
-  let agent: Agent;
-  let projectId: string;
+  let world: AgentWorld;
 
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${server.adminToken}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = adminCaller(() => world.server);
 
-  const chat = async (endpoint: string, maxTokens = LONG_REQUEST_TOKENS, timeoutMs = 30_000) => {
-    const res = await fetch(`${endpoint}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "hello" }], max_tokens: maxTokens, ignore_eos: true }),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const text = await res.text();
-    return { status: res.status, text };
-  };
+  const chat = (endpoint: string, maxTokens = LONG_REQUEST_TOKENS, timeoutMs = 30_000) =>
+    complete(endpoint, { maxTokens, timeoutMs, extra: { ignore_eos: true } });
 
   /** `clients` concurrent request loops until stopped: a load step. */
   const loadStep = (endpoint: string, clients: number) => {
@@ -87,26 +45,11 @@ describe("the autoscaler against the simulated cluster", () => {
     };
   };
 
-  const create = async (name: string, spec: object) => {
-    const created = await call("POST", "/v1/deployments", { name, projectId, spec });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    return created.body.id as string;
-  };
+  const create = (name: string, spec: object) => world.create(name, spec);
 
   const get = async (id: string) => (await call("GET", `/v1/deployments/${id}`)).body;
 
-  const readyDeployment = (id: string, timeoutMs = 60_000) => {
-    let last: unknown;
-    return eventually(
-      () => `${id} Ready; last status ${JSON.stringify(last)}`,
-      async () => {
-        const body = await get(id);
-        last = body?.status;
-        return body.status?.phase === "Ready" && body.status.observedGeneration === body.generation ? body : undefined;
-      },
-      timeoutMs,
-    );
-  };
+  const readyDeployment = (id: string, timeoutMs = 60_000) => world.readyDeployment(id, { timeoutMs });
 
   const scalingEvents = async (id: string) => (await call("GET", `/v1/deployments/${id}/scaling-events`)).body.items as ScaledEvent[];
 
@@ -119,36 +62,12 @@ describe("the autoscaler against the simulated cluster", () => {
   });
 
   beforeAll(async () => {
-    [server, cluster] = await Promise.all([
-      startBerthServer(),
-      startSimCluster({
-        nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus: 8 }],
-        programs: berthPrograms({ routerImage: "ghcr.io/berth/berth:0.1.0", simEngineFlags: ["--latency-profile", "0.05"] }),
-        timeScale: 0.1,
-      }),
-    ]);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions(cluster.kubeConfigOptions);
-    const clusterRecord = await call("POST", "/v1/clusters", { name: "sim" });
-    expect(clusterRecord.status).toBe(201);
-    const { token } = await registerAgent(server.url, clusterRecord.body.joinToken);
-    agent = createAgent({
-      kube: createKube(kc),
-      api: createApiClient({ baseUrl: server.url, token, retry: { attempts: 2, baseMs: 50, capMs: 200 } }),
-      clock: systemClock,
-      config: { settleMs: 300, waitSeconds: 2, heartbeatMs: 1_000, resyncMs: 1_000, backoffBaseMs: 100, backoffCapMs: 1_000 },
-      logger: quiet,
-    });
-    agent.start();
-    const project = await call("POST", "/v1/projects", { name: "scaling" });
-    expect(project.status).toBe(201);
-    projectId = project.body.id;
+    world = await startAgentWorld({ simEngineFlags: ["--latency-profile", "0.05"], project: "scaling" });
+    world.startAgent();
   }, 90_000);
 
   afterAll(async () => {
-    await agent?.stop();
-    await cluster?.stop({ now: true });
-    await server?.stop();
+    await world?.stop();
   }, 30_000);
 
   const queueDepth = { type: "queue_depth", targetPerReplica: 2, tolerance: 0.1 };

@@ -4,34 +4,12 @@
 // when the builtin router confirms all four (status ranks serving 4, RouterCoverage True), every
 // rank takes traffic through status.endpoint, and a rank pod deleted behind the agent's back is
 // named by RouterCoverage until it is recreated and served again.
-import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { berthPrograms, type SimCluster, startSimCluster } from "../../k8s/sim/index.ts";
-import { type Agent, createAgent, type Logger } from "../../src/agent/agent.ts";
-import { createApiClient, registerAgent } from "../../src/agent/api-client.ts";
-import { createKube, type Kube } from "../../src/agent/kube.ts";
-import { systemClock } from "../../src/domain/clock.ts";
-import { type BerthServer, startBerthServer } from "../support/berth-process.ts";
+import type { Kube } from "../../src/agent/kube.ts";
+import { adminCaller, type AgentWorld, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-xdp";
-const MODEL = "Qwen/Qwen3-8B";
-const quiet: Logger = { info: () => {}, warn: () => {} };
 const RANK_PODS = [0, 1, 2, 3].map((member) => `xdp-main-r0-m${member}`);
-
-async function eventually<T>(what: string | (() => string), fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 interface Condition {
   type: string;
@@ -41,37 +19,21 @@ interface Condition {
 }
 
 describe("external DP through the builtin router against the simulated cluster", () => {
-  let server: BerthServer;
-  let cluster: SimCluster;
+  let world: AgentWorld;
   let kube: Kube;
-  let agent: Agent;
   let projectId: string;
   let id: string;
   /** Every status the agent wrote, in order: a short-lived condition cannot be missed. */
   const written: Array<{ phase: string; conditions?: Condition[]; roles?: Array<{ ranks?: object }> }> = [];
 
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${server.adminToken}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = adminCaller(() => world.server);
 
   const statusOf = async () => (await call("GET", `/v1/deployments/${id}`)).body;
   const coverageOf = (status: { conditions?: Condition[] }) => status.conditions?.find((c) => c.type === "RouterCoverage");
 
   const chat = async (endpoint: string, content: string) => {
-    const res = await fetch(`${endpoint}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content }], max_tokens: 8 }),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    expect(res.status, text).toBe(200);
+    const res = await complete(endpoint, { content });
+    expect(res.status, res.text).toBe(200);
   };
 
   /** vllm:request_success_total summed over a pod's series (one engine: its rank). */
@@ -84,35 +46,12 @@ describe("external DP through the builtin router against the simulated cluster",
       .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);
   };
 
-  const ready = (what: string) => {
-    let last: unknown;
-    return eventually(
-      () => `${what}; last status ${JSON.stringify(last)}`,
-      async () => {
-        const deployment = await statusOf();
-        last = deployment?.status;
-        return deployment?.status?.phase === "Ready" && deployment.status.observedGeneration === deployment.generation ? deployment : undefined;
-      },
-      90_000,
-    );
-  };
+  const ready = (what: string) => world.readyDeployment(id, { timeoutMs: 90_000, what });
 
   beforeAll(async () => {
-    [server, cluster] = await Promise.all([
-      startBerthServer(),
-      startSimCluster({
-        nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus: 8 }],
-        programs: berthPrograms({ routerImage: "ghcr.io/berth/berth:0.1.0", simEngineFlags: ["--latency-profile", "turbo"] }),
-        timeScale: 0.1,
-      }),
-    ]);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions(cluster.kubeConfigOptions);
-    kube = createKube(kc);
-    const clusterRecord = await call("POST", "/v1/clusters", { name: "sim" });
-    expect(clusterRecord.status).toBe(201);
-    const { token } = await registerAgent(server.url, clusterRecord.body.joinToken);
-    const api = createApiClient({ baseUrl: server.url, token, retry: { attempts: 2, baseMs: 50, capMs: 200 } });
+    world = await startAgentWorld({ project: "xdp" });
+    ({ kube, projectId } = world);
+    const api = world.api();
     const putStatus = api.putStatus.bind(api);
     api.putStatus = async (deploymentId, status, signal) => {
       // Recorded once stored, so the API already shows anything found here.
@@ -120,23 +59,11 @@ describe("external DP through the builtin router against the simulated cluster",
       if (deploymentId === id) written.push(structuredClone(status) as (typeof written)[number]);
       return stored;
     };
-    agent = createAgent({
-      kube: createKube(kc),
-      api,
-      clock: systemClock,
-      config: { settleMs: 300, waitSeconds: 2, heartbeatMs: 1_000, resyncMs: 1_000, backoffBaseMs: 100, backoffCapMs: 1_000 },
-      logger: quiet,
-    });
-    agent.start();
-    const project = await call("POST", "/v1/projects", { name: "xdp" });
-    expect(project.status).toBe(201);
-    projectId = project.body.id;
+    world.startAgent({ api });
   }, 90_000);
 
   afterAll(async () => {
-    await agent?.stop();
-    await cluster?.stop({ now: true });
-    await server?.stop();
+    await world?.stop();
   }, 30_000);
 
   it("is refused without a router (422 at /spec/router)", async () => {

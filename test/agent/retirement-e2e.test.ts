@@ -4,33 +4,12 @@
 // through Withdrawing → Draining → Deleting → Settling → Succeeded without failing one request
 // (aggregated, and vLLM prefill + decode); a drain that outlasts its budget aborts and keeps the
 // replica eligible; an agent restarted mid-Draining finishes the same operation.
-import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { berthPrograms, type SimCluster, startSimCluster } from "../../k8s/sim/index.ts";
-import { type Agent, createAgent, type Logger } from "../../src/agent/agent.ts";
-import { createApiClient, registerAgent } from "../../src/agent/api-client.ts";
-import { createKube, type Kube } from "../../src/agent/kube.ts";
-import { systemClock } from "../../src/domain/clock.ts";
-import { type BerthServer, startBerthServer } from "../support/berth-process.ts";
+import type { Agent } from "../../src/agent/agent.ts";
+import type { Kube } from "../../src/agent/kube.ts";
+import { adminCaller, type AgentWorld, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-retire";
-const MODEL = "Qwen/Qwen3-8B";
-const quiet: Logger = { info: () => {}, warn: () => {} };
-
-async function eventually<T>(what: string | (() => string), fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 interface OperationView {
   id: string;
@@ -82,41 +61,18 @@ function startClients(endpoint: string, clients: number, maxTokens: number) {
 }
 
 describe("retirement as a persisted operation, on the simulated cluster", () => {
-  let server: BerthServer;
-  let cluster: SimCluster;
+  let world: AgentWorld;
   let kube: Kube;
   let agent: Agent;
-  let startAgent: () => void;
-  let projectId: string;
-
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${server.adminToken}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, etag: res.headers.get("etag") };
+  const startAgent = () => {
+    agent = world.startAgent({ retry: { attempts: 3, baseMs: 50, capMs: 200 } });
   };
 
-  const create = async (name: string, spec: object) => {
-    const created = await call("POST", "/v1/deployments", { name, projectId, spec });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    return created.body.id as string;
-  };
+  const call = adminCaller(() => world.server);
+  const create = (name: string, spec: object) => world.create(name, spec);
 
-  const readyDeployment = (id: string, check: (body: { status: { roles: Array<{ desired: number; ready: number }> } }) => boolean = () => true) => {
-    let last: unknown;
-    return eventually(
-      () => `${id} Ready; last status ${JSON.stringify(last)}`,
-      async () => {
-        const res = await call("GET", `/v1/deployments/${id}`);
-        last = res.body?.status;
-        return res.body.status?.phase === "Ready" && res.body.status.observedGeneration === res.body.generation && check(res.body) ? res.body : undefined;
-      },
-      90_000,
-    );
-  };
+  const readyDeployment = (id: string, check: (body: { status: { roles: Array<{ desired: number; ready: number }> } }) => boolean = () => true) =>
+    world.readyDeployment(id, { check, timeoutMs: 90_000 });
 
   const setReplicas = async (id: string, replicas: Record<string, number>) => {
     const current = await call("GET", `/v1/deployments/${id}`);
@@ -170,41 +126,14 @@ describe("retirement as a persisted operation, on the simulated cluster", () => 
   };
 
   beforeAll(async () => {
-    [server, cluster] = await Promise.all([
-      startBerthServer(),
-      startSimCluster({
-        nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus: 16 }],
-        // The default latency profile: a request of a few hundred tokens takes about a second.
-        programs: berthPrograms({ routerImage: "ghcr.io/berth/berth:0.1.0" }),
-        timeScale: 0.1,
-      }),
-    ]);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions(cluster.kubeConfigOptions);
-    kube = createKube(kc);
-    const clusterRecord = await call("POST", "/v1/clusters", { name: "sim" });
-    expect(clusterRecord.status).toBe(201);
-    const { token } = await registerAgent(server.url, clusterRecord.body.joinToken);
-    startAgent = () => {
-      agent = createAgent({
-        kube: createKube(kc),
-        api: createApiClient({ baseUrl: server.url, token, retry: { attempts: 3, baseMs: 50, capMs: 200 } }),
-        clock: systemClock,
-        config: { settleMs: 300, waitSeconds: 2, heartbeatMs: 1_000, resyncMs: 1_000, backoffBaseMs: 100, backoffCapMs: 1_000 },
-        logger: quiet,
-      });
-      agent.start();
-    };
+    // The default latency profile: a request of a few hundred tokens takes about a second.
+    world = await startAgentWorld({ gpus: 16, simEngineFlags: null, project: "retire" });
+    kube = world.kube;
     startAgent();
-    const project = await call("POST", "/v1/projects", { name: "retire" });
-    expect(project.status).toBe(201);
-    projectId = project.body.id;
   }, 90_000);
 
   afterAll(async () => {
-    await agent?.stop();
-    await cluster?.stop({ now: true });
-    await server?.stop();
+    await world?.stop();
   }, 30_000);
 
   it("aggregated, 3 → 2 under load: Withdrawing → Draining → Deleting → Settling → Succeeded, r2 gone, not one request failed", async () => {
