@@ -134,8 +134,9 @@ describe("berth agent with informers", () => {
       expect((await podsOf(id)).map((p) => p.metadata!.name).sort()).toEqual(["chat-main-r0-m0", "chat-main-r1-m0"]);
 
       await deleteAndSeeRecreated(id, "chat-main-r1-m0", 2);
-      // …and it kept relisting while it converged.
-      expect(podLists).toBeGreaterThan(listsBefore);
+      // …and relisting goes on while the churn lasts (how many fall inside the convergence
+      // above depends on timing, so wait for the next one rather than count them).
+      await eventually("another relist", async () => podLists > listsBefore, 30_000);
       // Relisting is not an error: no informer had to be restarted.
       expect(warnings.filter((w) => w.msg === "informer stopped; restarting")).toEqual([]);
     } finally {
