@@ -3,7 +3,6 @@ export { aggregateRoles, type AggregateInput, type ExtraRoleSignals, type Scrape
 export { readEngineIdentity, readEngineValues, type EngineIdentity, type EngineName, type EngineValues, type HistogramTotals } from "./engine.ts";
 export { ExpositionError, parseExposition, type Exposition, type Family, type MetricType, type Sample } from "./exposition.ts";
 export { computeInterval, detectReset, meanMs, type EngineSample, type PodInterval, type ResetCause } from "./interval.ts";
-export { parseAdminView, readRouters, routerSignalsByRole, type AdminView, type RouterPod, type RouterReading, type RouterFailure } from "./router.ts";
+export { parseAdminView, readRouters, routerSignalsByRole, totalHeld, type AdminView, type RouterPod, type RouterReading, type RouterFailure } from "./router.ts";
 export { scrapePods, type EnginePod, type ScrapeOptions, type ScrapeResult } from "./scrape.ts";
 export * from "./signals.ts";
-export { toScalingSignals, totalHeld, type ScalingRoleSignals } from "./scaling-input.ts";

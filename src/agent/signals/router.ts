@@ -176,3 +176,8 @@ export function routerSignalsByRole(input: RouterSignalsInput): Map<string, Extr
   }
   return result;
 }
+
+/** Requests the router replicas hold (scale-to-zero); undefined when no router answered. */
+export function totalHeld(readings: readonly RouterReading[]): number | undefined {
+  return readings.length === 0 ? undefined : readings.reduce((sum, reading) => sum + reading.view.held, 0);
+}

@@ -1,11 +1,10 @@
 // The report as the API takes it (`DeploymentMetricsInput`, PUT /v1/agent/deployments/{id}/metrics)
-// and as the autoscaler reads it: aggregated roles pass the API's own schema, and the scaling view
-// names only failed reads as missing.
+// (aggregated roles pass the API's own schema) and the routers' held total. The autoscaler's view
+// of a report is src/domain/scaling-signals.ts roleSignalsFromReport (tested there).
 import { describe, expect, it } from "vitest";
 import { aggregateRoles } from "../../../src/agent/signals/aggregate.ts";
 import { computeInterval } from "../../../src/agent/signals/interval.ts";
-import { routerSignalsByRole } from "../../../src/agent/signals/router.ts";
-import { toScalingSignals, totalHeld } from "../../../src/agent/signals/scaling-input.ts";
+import { routerSignalsByRole, totalHeld } from "../../../src/agent/signals/router.ts";
 import { DeploymentMetricsInput } from "../../../src/domain/metrics.ts";
 import { aPod, aSample } from "./support.ts";
 
@@ -39,40 +38,6 @@ describe("the metrics report", () => {
       "router_in_flight",
       "router_held",
     ]);
-  });
-
-  it("gives the autoscaler values and names only failed reads as missing", () => {
-    const [server] = report();
-    expect(toScalingSignals(server!)).toEqual({
-      running: 2,
-      waiting: 1,
-      ttftMs: 100,
-      requestsPerSecond: 2,
-      inputTokens: 100,
-      outputTokens: 200,
-      podCount: 1,
-      observedAt: new Date(T0).toISOString(),
-      // ITL: pod a saw no token, pod b was not read: b may have had some, so it is unknown.
-      missing: ["itlMs"],
-    });
-  });
-
-  it("leaves a mean absent but not missing when every pod was read and none had a request", () => {
-    const idle = computeInterval(aSample(T0 - 10_000, {}, { pod: podA }), aSample(T0, {}, { pod: podA }));
-    const [server] = aggregateRoles({ roles: ["server"], intervals: [idle], now: T0 });
-    expect(toScalingSignals(server!)).toEqual({ running: 2, waiting: 1, requestsPerSecond: 0, podCount: 1, observedAt: new Date(T0).toISOString(), missing: [] });
-  });
-
-  it("names a signal missing when every pod failed it", () => {
-    const first = computeInterval(undefined, aSample(T0, {}, { pod: podA }));
-    const [server] = aggregateRoles({ roles: ["server"], intervals: [first], failures: [{ pod: podB, reason: "unreachable", detail: "x" }], now: T0 });
-    expect(toScalingSignals(server!)).toEqual({
-      running: 2,
-      waiting: 1,
-      podCount: 1,
-      observedAt: new Date(T0).toISOString(),
-      missing: ["ttftMs", "itlMs", "requestsPerSecond", "inputTokens", "outputTokens"],
-    });
   });
 
   it("totals held requests over the router replicas that answered", () => {
