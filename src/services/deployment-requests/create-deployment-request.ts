@@ -3,13 +3,13 @@
 // it, and with autoApply creates the first candidate's deployment straight away.
 import { findClusterById } from "../../../db/queries/clusters.ts";
 import { insertDeploymentRequest } from "../../../db/queries/deployment-requests.ts";
-import { findProjectById } from "../../../db/queries/projects.ts";
 import type { Inventory } from "../../domain/cluster.ts";
 import type { DeploymentRequest, DeploymentRequestResource } from "../../domain/deployment-request.ts";
-import { Conflict, Forbidden, InvalidRequest, InvalidSpec } from "../../domain/errors.ts";
+import { Conflict, InvalidSpec } from "../../domain/errors.ts";
 import { newId } from "../../domain/ids.ts";
 import { planDeploymentRequest, type PlanInventory } from "../../domain/planner.ts";
 import { requireUser } from "../../domain/principal.ts";
+import { resolveTargetProject } from "../projects/resolve-target-project.ts";
 import type { ServiceContext } from "../context.ts";
 import { actorOf, recordEvent } from "../events/record-event.ts";
 import { applyDeploymentRequest } from "./apply-deployment-request.ts";
@@ -17,20 +17,7 @@ import { statusOfPlan, summarizeRequest, toDeploymentRequest } from "./deploymen
 
 export async function createDeploymentRequest({ ctx, input }: { ctx: ServiceContext; input: DeploymentRequest }): Promise<DeploymentRequestResource> {
   const user = requireUser(ctx.principal, "editor");
-  if (user.projectId !== null && input.projectId !== undefined && input.projectId !== user.projectId) {
-    throw new Forbidden(`This key is bound to project "${user.projectId}"; omit projectId or use a key of that project.`);
-  }
-  const projectId = user.projectId ?? input.projectId;
-  if (!projectId) {
-    throw new InvalidRequest("An installation-wide key must say which project the request belongs to.", [
-      { pointer: "/projectId", message: "required with an installation-wide key; list projects with GET /v1/projects" },
-    ]);
-  }
-  if (!(await findProjectById(ctx.db, projectId))) {
-    throw new InvalidSpec("The request names a project that does not exist.", [
-      { pointer: "/projectId", message: `no project with id "${projectId}"; list projects with GET /v1/projects` },
-    ]);
-  }
+  const projectId = await resolveTargetProject(ctx, user, input.projectId, "request");
   const inventory = await inventoryOf(ctx, input.hardware.clusterId);
   const plan = planDeploymentRequest(input, inventory ? { inventory } : {});
   const now = ctx.clock.now();

@@ -1,12 +1,12 @@
 // Creates a deployment: admission, then quota and insert in one transaction. With no
 // agent yet it is Pending; the agent of its cluster takes it from there.
-import { findProjectById } from "../../../db/queries/projects.ts";
 import { insertDeployment } from "../../../db/queries/deployments.ts";
 import type { Deployment, DeploymentCreate } from "../../domain/deployment.ts";
 import { pendingStatus } from "../../domain/deployment-spec.ts";
-import { Conflict, Forbidden, InvalidRequest, InvalidSpec } from "../../domain/errors.ts";
+import { Conflict } from "../../domain/errors.ts";
 import { newId } from "../../domain/ids.ts";
 import { requireUser } from "../../domain/principal.ts";
+import { resolveTargetProject } from "../projects/resolve-target-project.ts";
 import type { ServiceContext } from "../context.ts";
 import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
 import { admitSpec, checkQuota } from "./admit-spec.ts";
@@ -14,20 +14,7 @@ import { toDeployment } from "./deployment-view.ts";
 
 export async function createDeployment({ ctx, input }: { ctx: ServiceContext; input: DeploymentCreate }): Promise<Deployment> {
   const user = requireUser(ctx.principal, "editor");
-  if (user.projectId !== null && input.projectId !== undefined && input.projectId !== user.projectId) {
-    throw new Forbidden(`This key is bound to project "${user.projectId}"; omit projectId or use a key of that project.`);
-  }
-  const projectId = user.projectId ?? input.projectId;
-  if (!projectId) {
-    throw new InvalidRequest("An installation-wide key must say which project the deployment belongs to.", [
-      { pointer: "/projectId", message: "required with an installation-wide key; list projects with GET /v1/projects" },
-    ]);
-  }
-  if (!(await findProjectById(ctx.db, projectId))) {
-    throw new InvalidSpec("The deployment names a project that does not exist.", [
-      { pointer: "/projectId", message: `no project with id "${projectId}"; list projects with GET /v1/projects` },
-    ]);
-  }
+  const projectId = await resolveTargetProject(ctx, user, input.projectId, "deployment");
   const { spec, clusterId } = await admitSpec(ctx.db, { name: input.name, parsed: input.spec });
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
