@@ -17,6 +17,8 @@ const MODEL_READ_ATTEMPTS = 2;
 /** How often endpoints whose model list could not be read are tried again. */
 const MODEL_REFRESH_MS = 5_000;
 
+const RANKS_RANGE = "must be a whole number of data-parallel engines from 1 to 1024";
+
 const EndpointEntry = z.strictObject({
   id: z.string().min(1).max(253),
   url: z.string().refine(isHttpUrl, "must be an absolute http:// or https:// URL"),
@@ -24,6 +26,13 @@ const EndpointEntry = z.strictObject({
   rank: z.number().int().min(0).optional(),
   state: z.enum(ENDPOINT_STATES),
   bootstrapPort: z.number().int().min(1).max(65535).optional(),
+  ranks: z
+    .number(RANKS_RANGE)
+    .int(RANKS_RANGE)
+    .min(1, RANKS_RANGE)
+    .max(1024, RANKS_RANGE)
+    .optional()
+    .describe("data-parallel engines behind this endpoint; weights least_load and the cache_aware fallback; default 1"),
 });
 
 export const PutEndpointsBody = z
@@ -201,6 +210,7 @@ function endpointView(endpoint: Endpoint): object {
     ...(endpoint.rank !== undefined ? { rank: endpoint.rank } : {}),
     state: endpoint.state,
     ...(endpoint.bootstrapPort !== undefined ? { bootstrapPort: endpoint.bootstrapPort } : {}),
+    ...(endpoint.ranks !== undefined ? { ranks: endpoint.ranks } : {}),
     inFlight: endpoint.inFlight,
     models: endpoint.models?.map((card) => card.id) ?? null,
     ...(endpoint.modelsError !== undefined ? { modelsError: endpoint.modelsError } : {}),

@@ -17,6 +17,8 @@ export interface EndpointConfig {
   rank?: number | undefined;
   state: EndpointState;
   bootstrapPort?: number | undefined;
+  /** Data-parallel engines behind the endpoint (absent = 1); least load divides by it. */
+  ranks?: number | undefined;
 }
 
 export interface ModelCard {
@@ -50,6 +52,7 @@ export class Endpoint {
     public state: EndpointState,
     public rank: number | undefined,
     public bootstrapPort: number | undefined,
+    public ranks: number | undefined,
   ) {
     const parsed = new URL(url);
     this.protocol = parsed.protocol === "https:" ? "https:" : "http:";
@@ -157,8 +160,9 @@ export class EndpointRegistry {
         endpoint.state = config.state;
         endpoint.rank = config.rank;
         endpoint.bootstrapPort = config.bootstrapPort;
+        endpoint.ranks = config.ranks;
       } else {
-        endpoint = new Endpoint(config.id, config.url, config.role, config.state, config.rank, config.bootstrapPort);
+        endpoint = new Endpoint(config.id, config.url, config.role, config.state, config.rank, config.bootstrapPort, config.ranks);
       }
       const read = reads.get(config.id);
       if (read !== undefined) endpoint.setModels(read);

@@ -90,6 +90,13 @@ describe("PUT /admin/endpoints validation", () => {
       type: "invalid-request",
       errors: [{ pointer: "/endpoints/1/role" }],
     },
+    ...[0, 1025, 1.5, "4"].map((ranks) => ({
+      name: `ranks ${JSON.stringify(ranks)}`,
+      body: JSON.stringify({ endpoints: [{ id: "a", url: "http://127.0.0.1:1", role: "server", state: "eligible", ranks }] }),
+      status: 400,
+      type: "invalid-request",
+      errors: [{ pointer: "/endpoints/0/ranks", detail: "must be a whole number of data-parallel engines from 1 to 1024" }],
+    })),
   ])("refuses $name", async ({ body, status, type, errors }) => {
     const r = await router();
     const response = await fetch(`${r.url}/admin/endpoints`, {
@@ -146,6 +153,26 @@ describe("model union", () => {
       status: 404,
       detail: 'The model "org/unknown" is not served here; the models are "org/chat", "org/chat-alias", "org/code", "org/spare".',
     });
+  });
+
+  it("reports ranks where given and keeps them across an in-place update", async () => {
+    const a = await engine("a");
+    const b = await engine("b");
+    const r = await router();
+    const entries = [
+      { id: "a", url: a.url, role: "server", state: "eligible", ranks: 1 },
+      { id: "b", url: b.url, role: "server", state: "eligible" },
+    ];
+    const put = await r.put({ endpoints: entries });
+    expect(put.status).toBe(200);
+    const first = (await put.json()) as { endpoints: object[] };
+    expect(first.endpoints[0]).toMatchObject({ id: "a", ranks: 1 });
+    expect(first.endpoints[1]).not.toHaveProperty("ranks");
+
+    await r.put({ endpoints: [{ ...entries[0], ranks: 1024 }, entries[1]] });
+    const view = (await r.endpoints()) as { endpoints: object[] };
+    expect(view.endpoints[0]).toMatchObject({ id: "a", ranks: 1024 });
+    expect(a.requests.filter((request) => request.path === "/v1/models").length).toBe(1); // updated in place
   });
 
   it("does not re-read the models of an unchanged endpoint on a later push", async () => {

@@ -40,6 +40,35 @@ describe("least_load", () => {
     expect(leastLoadedIndex(candidates(...loads), start)).toBe(index);
   });
 
+  // A fronts 4 data-parallel engines, B one: A wins while inFlight(A) < 4 × inFlight(B).
+  it.each([
+    { a: 0, b: 0, start: 1, index: 1 }, // both idle: a tie, rotated
+    { a: 1, b: 1, start: 1, index: 0 },
+    { a: 3, b: 1, start: 1, index: 0 },
+    { a: 4, b: 1, start: 0, index: 0 }, // 4 ÷ 4 = 1 ÷ 1: a tie, rotated
+    { a: 4, b: 1, start: 1, index: 1 },
+    { a: 5, b: 1, start: 0, index: 1 },
+    { a: 7, b: 2, start: 1, index: 0 },
+    { a: 9, b: 2, start: 0, index: 1 },
+  ])("A (4 ranks) at $a and B (1 rank) at $b scanning from $start → $index", ({ a, b, start, index }) => {
+    const pool: Candidate[] = [
+      { id: "a", inFlight: a, ranks: 4 },
+      { id: "b", inFlight: b },
+    ];
+    expect(leastLoadedIndex(pool, start)).toBe(index);
+  });
+
+  it("gives an endpoint a share of new requests in proportion to its ranks", () => {
+    const policy: Policy = new LeastLoad();
+    const pool = [
+      { id: "a", inFlight: 0, ranks: 4 },
+      { id: "b", inFlight: 0, ranks: 1 },
+      { id: "c", inFlight: 0 },
+    ];
+    for (let i = 0; i < 60; i++) pool[policy.pick(pool, input()).index]!.inFlight++;
+    expect(pool.map((candidate) => candidate.inFlight)).toEqual([40, 10, 10]);
+  });
+
   it("always picks a minimum and rotates ties (property)", () => {
     fc.assert(
       fc.property(fc.array(fc.nat(5), { minLength: 1, maxLength: 8 }), (loads) => {

@@ -8,6 +8,8 @@ export type PolicyName = (typeof POLICY_NAMES)[number];
 export interface Candidate {
   readonly id: string;
   readonly inFlight: number;
+  /** Data-parallel engines behind the endpoint (absent = 1): least load compares inFlight ÷ ranks. */
+  readonly ranks?: number | undefined;
 }
 
 export interface RouteInput {
