@@ -1,6 +1,8 @@
 // vLLM's elastic expert parallelism resize (`POST /scale_elastic_ep`, reference vllm.md §5): the call
 // blocks until the new width serves; meanwhile `runtime.scaling` makes every path answer 503.
 // Afterwards each new rank has its own batch and KV capacity, and every vllm: series restarts.
+// BERTH_SIM_ELASTIC_FAULT (elastic-faults.ts) may refuse a size-changing call or withhold its answer.
+import { planScaleCall } from "./elastic-faults.ts";
 import type { SimRuntime } from "./runtime.ts";
 import { MAX_DATA_PARALLEL } from "./runtime.ts";
 
@@ -8,6 +10,9 @@ export interface ScaleOutcome {
   status: 200 | 400 | 408 | 500;
   body: Record<string, unknown>;
 }
+
+/** A hang-first fault: the call gets no answer at all (the handler holds the connection until the client leaves). */
+export const NO_ANSWER = "no-answer";
 
 const PHRASES: Readonly<Record<number, string>> = { 400: "Bad Request", 408: "Request Timeout", 500: "Internal Server Error" };
 
@@ -35,7 +40,7 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-export async function scaleElasticEp(rt: SimRuntime, newSize: number, drainTimeoutS: number): Promise<ScaleOutcome> {
+export async function scaleElasticEp(rt: SimRuntime, newSize: number, drainTimeoutS: number): Promise<ScaleOutcome | typeof NO_ANSWER> {
   const { core, log } = rt;
   if (rt.args.dataParallelBackend !== "ray" || rt.args.dataParallelRank !== undefined) {
     // Only the Ray DP backend with one API server can scale (core_client asserts); vLLM answers 500.
@@ -47,6 +52,28 @@ export async function scaleElasticEp(rt: SimRuntime, newSize: number, drainTimeo
     log.error({ newSize, max: MAX_DATA_PARALLEL }, "berth-sim: not enough simulated Ray capacity for that many ranks");
     return httpError(500, "Scale failed");
   }
+  const call = rt.elasticScaleCalls++;
+  const plan = planScaleCall(rt.env.elasticFaults, call);
+  const fault = { fault: "BERTH_SIM_ELASTIC_FAULT", call: call + 1, from: core.size, to: newSize };
+  switch (plan) {
+    case "refuse":
+      log.error(fault, "berth-sim: injected fault: refusing the resize with 500 Scale failed");
+      return httpError(500, "Scale failed");
+    case "stay-silent":
+      log.warn(fault, "berth-sim: injected fault: swallowing the resize (no scale, no answer)");
+      return NO_ANSWER;
+    case "scale-silently": {
+      const outcome = await resize(rt, newSize, drainTimeoutS);
+      log.warn({ ...fault, status: outcome.status }, "berth-sim: injected fault: withholding the resize's answer");
+      return NO_ANSWER;
+    }
+    case "scale":
+      return resize(rt, newSize, drainTimeoutS);
+  }
+}
+
+async function resize(rt: SimRuntime, newSize: number, drainTimeoutS: number): Promise<ScaleOutcome> {
+  const { core, log } = rt;
   const from = core.size;
   rt.scaling = true;
   log.info({ from, to: newSize }, `berth-sim: scaling elastic EP from ${from} to ${newSize} data parallel engines`);

@@ -6,6 +6,7 @@ import { gpuProfile } from "../domain/gpu-profiles.ts";
 import { modelFactsForName } from "../domain/model-sizes.ts";
 import { createPerfModel, type PerfModel } from "../domain/perf-model.ts";
 import type { EngineArgs, SimCommand, SimOptions } from "./args.ts";
+import { parseElasticFaults, type ElasticFaults } from "./elastic-faults.ts";
 import { SimEngine } from "./engine.ts";
 import { createSglangMetrics, createVllmMetrics, type EngineMetrics } from "./metrics.ts";
 import { BootstrapRooms, type NixlSide } from "./pd.ts";
@@ -35,6 +36,12 @@ export interface EnvSettings {
   pdBootstrapTimeoutS: number;
   nixlHost: string;
   nixlPort: number;
+  /** BERTH_SIM_ELASTIC_FAULT (the simulator's own): faults injected into size-changing elastic resizes. */
+  elasticFaults: ElasticFaults;
+  /** BERTH_SIM_ELASTIC_SCALE_SECONDS (the simulator's own): overrides --elastic-scale-seconds. */
+  elasticScaleSeconds?: number;
+  /** Values the simulator could not use and ignores: logged as errors at start. */
+  ignored: { variable: string; value: string; reason: string }[];
 }
 
 export function readEnvSettings(env: Readonly<Record<string, string | undefined>>): EnvSettings {
@@ -47,6 +54,14 @@ export function readEnvSettings(env: Readonly<Record<string, string | undefined>
     const value = Number(env[name]);
     return env[name] !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback;
   };
+  const ignored: EnvSettings["ignored"] = [];
+  const faultValue = env.BERTH_SIM_ELASTIC_FAULT ?? "";
+  const faults = parseElasticFaults(faultValue);
+  for (const reason of faults.ignored) ignored.push({ variable: "BERTH_SIM_ELASTIC_FAULT", value: faultValue, reason });
+  const scaleValue = env.BERTH_SIM_ELASTIC_SCALE_SECONDS ?? "";
+  const scaleSeconds = scaleValue === "" ? undefined : Number(scaleValue);
+  const validScale = scaleSeconds !== undefined && Number.isFinite(scaleSeconds) && scaleSeconds >= 0;
+  if (scaleSeconds !== undefined && !validScale) ignored.push({ variable: "BERTH_SIM_ELASTIC_SCALE_SECONDS", value: scaleValue, reason: `${scaleValue} is not a number ≥ 0` });
   return {
     skipModelNameValidation: flag("VLLM_SKIP_MODEL_NAME_VALIDATION", false),
     elasticDrain: flag("VLLM_ELASTIC_EP_DRAIN_REQUESTS", false),
@@ -57,6 +72,9 @@ export function readEnvSettings(env: Readonly<Record<string, string | undefined>
     pdBootstrapTimeoutS: seconds("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", 300),
     nixlHost: env.VLLM_NIXL_SIDE_CHANNEL_HOST || "localhost",
     nixlPort: seconds("VLLM_NIXL_SIDE_CHANNEL_PORT", 5600),
+    elasticFaults: faults.faults,
+    elasticScaleSeconds: validScale ? scaleSeconds : undefined,
+    ignored,
   };
 }
 
@@ -80,6 +98,8 @@ export interface SimRuntime {
   phase: Phase;
   /** Set for the whole of an elastic resize: every path answers 503. */
   scaling: boolean;
+  /** Size-changing /scale_elastic_ep calls so far: BERTH_SIM_ELASTIC_FAULT entries count them. */
+  elasticScaleCalls: number;
   /** HTTP requests being answered (includes PD legs waiting for their peer). */
   inFlight: Set<InFlight>;
   nixl?: NixlSide;
@@ -91,7 +111,11 @@ export interface SimRuntime {
 export const MAX_DATA_PARALLEL = 256;
 
 export function createSimRuntime(command: SimCommand, env: Readonly<Record<string, string | undefined>>, log: Logger): SimRuntime {
-  const { sim, engine: args } = command;
+  const { engine: args } = command;
+  const settings = readEnvSettings(env);
+  for (const { variable, value, reason } of settings.ignored) log.error({ variable, value, reason }, `berth-sim: ignoring part of ${variable}: ${reason}`);
+  // A pod whose command line the caller cannot change still gets its resize duration from the environment.
+  const sim = settings.elasticScaleSeconds === undefined ? command.sim : { ...command.sim, elasticScaleSeconds: settings.elasticScaleSeconds };
   const gpu = gpuProfile(sim.gpuType);
   const model = modelFactsForName(args.model, { weightBytes: args.weightBytes, kvCacheBytes: args.kvCacheBytes });
   const perf = createPerfModel({
@@ -147,7 +171,6 @@ export function createSimRuntime(command: SimCommand, env: Readonly<Record<strin
       ? createVllmMetrics(metricsOptions)
       : createSglangMetrics({ ...metricsOptions, enabled: args.enableMetrics, mode: args.disaggregationMode, dataParallel: args.dataParallel });
   core = new SimEngine({ perf: simulatedPerf, limits, timeScale: sim.timeScale, firstRank, ranks: localRanks, events: metrics });
-  const settings = readEnvSettings(env);
   return {
     sim,
     args,
@@ -161,6 +184,7 @@ export function createSimRuntime(command: SimCommand, env: Readonly<Record<strin
     dataParallelTotal: args.dataParallel,
     phase: "starting",
     scaling: false,
+    elasticScaleCalls: 0,
     inFlight: new Set(),
     nixl: args.kvTransfer?.kv_connector
       ? {

@@ -3,7 +3,7 @@
 // `x-berth-simulated: true`, applies the engine's API-key scope, and answers 503 on every path
 // while an elastic resize runs, as vLLM's ScalingMiddleware does.
 import { Hono, type Context } from "hono";
-import { readScaleRequest, scaleElasticEp } from "./elastic.ts";
+import { NO_ANSWER, readScaleRequest, scaleElasticEp } from "./elastic.ts";
 import { errorResponse, handleGenerate } from "./generate.ts";
 import { sglangHealth } from "./lifecycle.ts";
 import { RequestError } from "./openai.ts";
@@ -109,6 +109,7 @@ function addVllmRoutes(app: Hono, rt: SimRuntime): void {
     const request = readScaleRequest(await c.req.text());
     if ("status" in request) return c.json(request.body, request.status);
     const outcome = await scaleElasticEp(rt, request.newSize, request.drainTimeout);
+    if (outcome === NO_ANSWER) return untilClientLeaves(c.req.raw.signal);
     return c.json(outcome.body, outcome.status);
   });
   app.post("/is_scaling_elastic_ep", (c) => c.json({ is_scaling_elastic_ep: rt.scaling }));
@@ -119,6 +120,17 @@ function addVllmRoutes(app: Hono, rt: SimRuntime): void {
       return c.body(null, 200);
     });
   }
+}
+
+/**
+ * Holds a request open without answering until its connection closes: the client gives up, or shutdown
+ * closes every connection (the signal aborts then too). A pending promise keeps no timer or handle, so it
+ * never holds the process or the drain open.
+ */
+function untilClientLeaves(signal: AbortSignal): Promise<Response> {
+  const gone = () => new Response(null, { status: 499 });
+  if (signal.aborted) return Promise.resolve(gone());
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve(gone()), { once: true }));
 }
 
 /** vLLM's dev-mode /server_info, trimmed to what the simulator knows. */
