@@ -59,9 +59,10 @@ export const AGENT_RULES: readonly AgentRule[] = [
   {
     apiGroup: "",
     resources: ["pods"],
-    verbs: ["get", "list", "watch", "create", "delete"],
+    verbs: ["get", "list", "watch", "create", "patch", "delete"],
     why:
-      "Engine pods are created directly (their spec is immutable, so never patched) and deleted one by one with UID preconditions. " +
+      "Engine pods are created directly and deleted one by one with UID preconditions; their spec is immutable and never patched, " +
+      "but an elastic leader's `berth.dev/elastic-width` annotation records each width the agent proved after a resize. " +
       "list/watch cluster-wide also feed the heartbeat's free-GPU count. get + list + watch is exactly the Role the agent grants to " +
       "external routers (vllm-router, sglang-gateway) for pod discovery: RBAC lets it create that Role and its RoleBinding only " +
       "because it holds those permissions itself, which is narrower than holding `escalate` on roles or `bind`.",

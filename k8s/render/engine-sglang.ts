@@ -99,7 +99,7 @@ export function renderSglang(ctx: EngineContext): EnginePlan {
     defaultEnv,
     ports,
     serves,
-    liveness: "http",
+    steadyProbe: "http",
     annotations,
     volumes: [],
   };

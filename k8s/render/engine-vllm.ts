@@ -22,7 +22,7 @@ import {
   type EngineContext,
   type EnginePlan,
 } from "./engine.ts";
-import { PORTS } from "./names.ts";
+import { ANNOTATIONS, PORTS } from "./names.ts";
 
 const KV_CONNECTORS = { nixl: "NixlConnector", mooncake: "MooncakeConnector" } as const;
 
@@ -142,7 +142,7 @@ function renderElastic(ctx: EngineContext): EnginePlan {
       defaultEnv: [],
       ports: [],
       serves: false,
-      liveness: "http",
+      steadyProbe: "http",
       annotations: {},
       volumes: [],
     };
@@ -171,8 +171,8 @@ function renderElastic(ctx: EngineContext): EnginePlan {
     ports: [httpPort(ctx), { name: "ray-gcs", containerPort: PORTS.rayGcs, protocol: "TCP" }],
     serves: true,
     // /health (every path) answers 503 for the whole resize; a TCP connect still proves the server is up.
-    liveness: "tcp",
-    annotations: {},
+    steadyProbe: "tcp",
+    annotations: { [ANNOTATIONS.elasticWidth]: String(width) },
     volumes: [],
   };
 }
@@ -205,7 +205,7 @@ export function renderVllm(ctx: EngineContext): EnginePlan {
     defaultEnv: [],
     ports,
     serves: topology.serves || everyMemberServes(role),
-    liveness: "http",
+    steadyProbe: "http",
     annotations: {},
     volumes: ecCacheVolume(ctx),
   };

@@ -30,8 +30,12 @@ export interface EnginePlan {
   ports: V1ContainerPort[];
   /** Answers the OpenAI API on the engine port: probes, drain hook, role Service, router discovery. */
   serves: boolean;
-  /** How liveness is probed: `/health`, or a TCP connect where `/health` answers 503 by design (elastic resize). */
-  liveness: "http" | "tcp";
+  /**
+   * How readiness and liveness probe once the startup probe saw `/health` answer: `/health`, or a
+   * TCP connect where `/health` answers 503 by design (an elastic leader for the whole of a resize,
+   * while it keeps serving: dropping it from the Service then would refuse clients it could serve).
+   */
+  steadyProbe: "http" | "tcp";
   annotations: Record<string, string>;
   volumes: { volume: V1Volume; mount: V1VolumeMount }[];
 }

@@ -32,6 +32,11 @@ export const ANNOTATIONS = {
   generation: "berth.dev/generation",
   unmanaged: "berth.dev/unmanaged",
   routerConfigHash: "berth.dev/router-config-hash",
+  /**
+   * On an elastic leader: the DP width its engine runs at — the width it was started with, then
+   * each width the agent proved after a resize. The agent's record of the engine, kept with it.
+   */
+  elasticWidth: "berth.dev/elastic-width",
   /** SMG reads a prefill pod's bootstrap port from this annotation when discovering workers. */
   sglangBootstrapPort: "sglang.ai/bootstrap-port",
 } as const;

@@ -69,15 +69,13 @@ function probes(plan: EnginePlan, engine: DeploymentSpec["engine"]["name"]): Pic
   // load): a 1 s timeout would fail a healthy server. vLLM's /health answers at once.
   const timeoutSeconds = engine === "sglang" ? 10 : 5;
   const health = (rest: V1Probe): V1Probe => ({ httpGet: { path: "/health", port: "http" }, timeoutSeconds, ...rest });
-  const liveness: V1Probe =
-    plan.liveness === "tcp"
-      ? { tcpSocket: { port: "http" }, timeoutSeconds: 5, periodSeconds: 30, failureThreshold: 3 }
-      : health({ periodSeconds: 30, failureThreshold: engine === "sglang" ? 5 : 3 });
+  const tcp = plan.steadyProbe === "tcp";
+  const connect = (rest: V1Probe): V1Probe => ({ tcpSocket: { port: "http" }, timeoutSeconds: 5, ...rest });
   return {
     // Weights download and load, CUDA graphs compile: allow 30 minutes before liveness takes over.
     startupProbe: health({ periodSeconds: 10, failureThreshold: 180 }),
-    readinessProbe: health({ periodSeconds: 10, failureThreshold: 3, successThreshold: 1 }),
-    livenessProbe: liveness,
+    readinessProbe: (tcp ? connect : health)({ periodSeconds: 10, failureThreshold: 3, successThreshold: 1 }),
+    livenessProbe: tcp ? connect({ periodSeconds: 30, failureThreshold: 3 }) : health({ periodSeconds: 30, failureThreshold: engine === "sglang" ? 5 : 3 }),
   };
 }
 
@@ -91,7 +89,7 @@ function takeOverPlan(ctx: EngineContext): EnginePlan {
     defaultEnv: [],
     ports: [httpPort(ctx)],
     serves: ctx.member === 0 || everyMemberServes(ctx.role),
-    liveness: "http",
+    steadyProbe: "http",
     annotations: { [ANNOTATIONS.unmanaged]: "true" },
     volumes: [],
   };

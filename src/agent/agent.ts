@@ -24,6 +24,7 @@ import { computeInventory } from "./inventory.ts";
 import type { Kube } from "./kube.ts";
 import { type Observed, observedCount } from "./observe.ts";
 import { type Action, isRetirement, planDeployment, retirementCandidates } from "./plan.ts";
+import { createResizeExecutor, type ResizeConfig } from "./resize-executor.ts";
 import { createRetirementExecutor } from "./retirement-executor.ts";
 import { buildEndpointsBody, readyRouterPods } from "./router-endpoint-list.ts";
 import { pushEndpoints, tokenFromSecret } from "./router-endpoints.ts";
@@ -48,6 +49,8 @@ export interface AgentConfig {
   waitSeconds: number;
   backoffBaseMs: number;
   backoffCapMs: number;
+  /** Elastic resizes: retry schedule and timeouts (tests shorten them). */
+  resize?: Partial<ResizeConfig>;
 }
 
 export const DEFAULT_AGENT_CONFIG: AgentConfig = {
@@ -137,6 +140,8 @@ export function createAgent({
   const { cache } = informers;
   // Surplus instances retire through persisted operations (DESIGN §7), one per deployment at a time.
   const retirementExecutor = createRetirementExecutor({ kube, api, logger, signal: abort.signal, wake: (key) => enqueue(key) });
+  // Elastic width changes run as persisted resize operations (DESIGN §8), one per deployment at a time.
+  const resizeExecutor = createResizeExecutor({ kube, api, logger, signal: abort.signal, wake: (key) => enqueue(key), config: config.resize });
   const lookup = cache.get.bind(cache);
   const known: KnownDeployments = {
     has: (id) => desired.has(id),
@@ -286,6 +291,7 @@ export function createAgent({
     try {
       await applyActions(kube, actions.filter((a) => !isRetirement(a)), expect);
       const retiring = await retirementExecutor.prepare(pass, retirementCandidates(render, observed));
+      await resizeExecutor.prepare(pass);
       if (!deleting) drainingPods = await pushRouterEndpoints(render, observed, retirements, state, retiring);
     } catch (error) {
       if (error instanceof PushError) pushError = error.message;
@@ -299,10 +305,12 @@ export function createAgent({
       }
     }
     await retirementExecutor.advance(pass, state.routerAcks, drainingPods);
+    await resizeExecutor.advance(pass, state.routerAcks);
     if (deleting && actions.length === 0 && observedCount(observed) === 0) {
       await api.confirmDeletion(deployment.id, abort.signal);
       desired.delete(key);
       retirementExecutor.forget(key);
+      resizeExecutor.forget(key);
       logger.info("deployment removed", { deploymentId: key });
       return true;
     }
@@ -321,6 +329,7 @@ export function createAgent({
       routerAcks: state.routerAcks,
       pushError,
       retirement: retirementExecutor.view(deployment.id),
+      resize: resizeExecutor.view(deployment.id),
       ...(inventory && { inventory }),
       ...(drainingPods && { drainingPods }),
       ...(scaling && { scaling }),
@@ -420,7 +429,7 @@ export function createAgent({
   return {
     start() {
       informers.start();
-      loops.push(heartbeat(), pollDesired(), retirementExecutor.resume());
+      loops.push(heartbeat(), pollDesired(), retirementExecutor.resume(), resizeExecutor.resume());
       timers.push(setInterval(() => void heartbeat(), config.heartbeatMs));
       timers.push(setInterval(() => desired.forEach((_, key) => enqueue(key)), config.resyncMs));
     },
@@ -429,6 +438,7 @@ export function createAgent({
       abort.abort();
       timers.forEach(clearInterval);
       retirementExecutor.stop();
+      resizeExecutor.stop();
       for (const state of keys.values()) if (state.timer) clearTimeout(state.timer);
       for (const state of keys.values()) for (const waiter of state.scalingWaiters) waiter.done(undefined);
       await Promise.allSettled([...loops, ...inFlight, informers.stop(), autoscaler.stop()]);

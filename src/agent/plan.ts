@@ -11,6 +11,7 @@ import {
   MANAGED_BY,
   renderInstancePods,
   renderInstanceService,
+  renderMemberPod,
   renderNamespace,
   renderRoleService,
   renderRouterObjects,
@@ -19,6 +20,7 @@ import {
   type RouterObject,
   specHashOf,
 } from "../../k8s/render/index.ts";
+import { memberOf, recordedWidth } from "./elastic.ts";
 import type { Observed } from "./observe.ts";
 
 /** An object the agent deletes through the generic client (router objects, the token Secret). */
@@ -100,7 +102,11 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
         actions.push({ kind: "applyService", object: instanceService });
       }
       const have = new Set(present.map((p) => p.metadata?.name));
-      for (const pod of renderInstancePods(render, role.name, replica)) {
+      const { pods: wanted, orphans } = role.elastic
+        ? elasticMembers(render, role.name, replica, present)
+        : { pods: renderInstancePods(render, role.name, replica), orphans: [] };
+      for (const pod of orphans) actions.push(deletePod(pod, ns, "surplus"));
+      for (const pod of wanted) {
         if (!have.has(pod.metadata!.name)) {
           actions.push({ kind: "createPod", object: pod });
           settling = true;
@@ -119,6 +125,21 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
     }
   }
   return actions;
+}
+
+/**
+ * An elastic instance's rank pods. With a live leader, the ranks its engine runs at (the recorded
+ * width): ranks beyond it belong to the resize executor, which adds them before a grow and removes
+ * them after a proven shrink. Without one (a new or replaced instance), the spec's width, and any
+ * rank beyond it is in no collective: an orphan to delete.
+ */
+function elasticMembers(render: RenderInput, roleName: string, replica: number, present: readonly V1Pod[]): { pods: V1Pod[]; orphans: V1Pod[] } {
+  const role = render.deployment.spec.roles.find((r) => r.name === roleName)!;
+  const leader = present.find((p) => memberOf(p) === 0 && !isTerminating(p));
+  const width = leader ? (recordedWidth(leader) ?? role.elastic!.width) : role.elastic!.width;
+  const pods = Array.from({ length: width }, (_, member) => renderMemberPod(render, roleName, replica, member));
+  const orphans = leader ? [] : present.filter((p) => memberOf(p) >= width && !isTerminating(p));
+  return { pods, orphans };
 }
 
 /** A surplus instance that must retire through the protocol (DESIGN §7) rather than by a plain delete. */

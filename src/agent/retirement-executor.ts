@@ -10,6 +10,7 @@ import type { Operation } from "../domain/operations.ts";
 import { type AgentApi, ApiError } from "./api-client.ts";
 import { applyAction } from "./apply.ts";
 import type { Kube } from "./kube.ts";
+import { listActiveOperations } from "./resume-operations.ts";
 import type { Observed } from "./observe.ts";
 import { type RetirementCandidate, roleOf } from "./plan.ts";
 import {
@@ -330,20 +331,12 @@ export function createRetirementExecutor({
 
   return {
     async resume() {
-      for (let attempt = 0; !stopped && !signal.aborted; attempt++) {
-        try {
-          const ops = await api.listOperations({ kind: "retire", phase: ["Pending", "Running"] }, signal);
-          for (const op of ops) if (!active.has(op.deploymentId)) active.set(op.deploymentId, op);
-          resumed = true;
-          if (ops.length > 0) logger.info("retirements resumed", { operations: ops.map((op) => op.id) });
-          for (const op of ops) wake(op.deploymentId);
-          return;
-        } catch (error) {
-          if (signal.aborted) return;
-          logger.warn("retire operations could not be listed; retrying", { error: (error as Error).message });
-          await new Promise((resolve) => setTimeout(resolve, Math.min(10_000, 500 * 2 ** attempt)));
-        }
-      }
+      const ops = await listActiveOperations(api, "retire", { signal, stopped: () => stopped, warn: logger.warn.bind(logger) });
+      if (!ops) return;
+      for (const op of ops) if (!active.has(op.deploymentId)) active.set(op.deploymentId, op);
+      resumed = true;
+      if (ops.length > 0) logger.info("retirements resumed", { operations: ops.map((op) => op.id) });
+      for (const op of ops) wake(op.deploymentId);
     },
 
     async prepare(pass, candidates) {

@@ -6,6 +6,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { canonicalJson, fnv1a64, LABELS, PORTS, type RenderInput, resolveOptions } from "../../k8s/render/index.ts";
 import type { RoleKind } from "../domain/deployment-spec.ts";
+import { recordedWidth } from "./elastic.ts";
 import { isPodReady, roleOf } from "./plan.ts";
 
 export interface RouterEndpoint {
@@ -16,6 +17,8 @@ export interface RouterEndpoint {
   /** External DP: the pod's first data-parallel rank (its only one when dataLocal is 1). */
   rank?: number;
   state: "eligible" | "draining";
+  /** Elastic EP leader: the DP engines behind it (its proven width), so the router weighs it by them. */
+  ranks?: number;
   /** SGLang prefill: where decode servers fetch the KV (bootstrap_host is the pod address). */
   bootstrapPort?: number;
 }
@@ -56,6 +59,7 @@ export function buildEndpointList(render: RenderInput, pods: readonly V1Pod[], d
       url: `http://${ip.includes(":") ? `[${ip}]` : ip}:${enginePort}`,
       role: role.kind,
       ...(externalDP ? { rank: member * role.parallelism.dataLocal } : {}),
+      ...(role.elastic ? { ranks: recordedWidth(pod) ?? role.elastic.width } : {}),
       state: draining.has(id) ? "draining" : "eligible",
       ...(spec.engine.name === "sglang" && role.kind === "prefill" ? { bootstrapPort: PORTS.sglangBootstrap } : {}),
     });

@@ -17,10 +17,12 @@ import {
   routerServiceName,
   specHashOf,
 } from "../../k8s/render/index.ts";
-import type { Condition, DeploymentStatus, RoleStatus, ScalingStatus } from "../domain/deployment-spec.ts";
+import type { Condition, DeploymentStatus, RankCoverage, Role, RoleStatus, ScalingStatus } from "../domain/deployment-spec.ts";
 import type { Inventory } from "../domain/cluster.ts";
 import type { ScalingCondition } from "../domain/scaling.ts";
+import { elasticInstances, memberOf, recordedWidth } from "./elastic.ts";
 import type { Observed } from "./observe.ts";
+import type { ResizeView } from "./resize-executor.ts";
 import { rankCoverage, routerCoverageCondition, type RouterViews } from "./rank-coverage.ts";
 import { isPodReady, isTerminating, replicaOf, roleOf } from "./plan.ts";
 import { buildEndpointsBody, endpointsHash, routersAcknowledged } from "./router-endpoint-list.ts";
@@ -51,6 +53,8 @@ export interface StatusInput {
   inventory?: Inventory;
   /** Builtin router in front of external DP: what this pass read from its Ready pods; absent when not read. */
   routerViews?: RouterViews;
+  /** The deployment's elastic resize (resize-executor.ts): the Resizing condition. */
+  resize?: ResizeView;
 }
 
 type Problem = { reason: string; message: string };
@@ -127,7 +131,46 @@ export function routerReadiness(
   return { ready: true, reason: "RouterReady", message: `${counts}; every router pod holds the current endpoints` };
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews }: StatusInput): DeploymentStatus {
+/**
+ * An elastic instance's pods that count for its readiness: the ranks its engine runs at. Rank pods
+ * beyond the recorded width are joining a grow (or leaving a shrink): the Resizing condition
+ * speaks for them, and a grow that cannot be placed never makes the serving instance unready.
+ */
+function servingMembers(pods: V1Pod[]): V1Pod[] {
+  const leader = pods.find((p) => memberOf(p) === 0 && !isTerminating(p));
+  const width = leader ? recordedWidth(leader) : undefined;
+  return width === undefined ? pods : pods.filter((p) => memberOf(p) < width);
+}
+
+/** Elastic roles: ranks declared (width × replicas), eligible (Ready rank pods serving now), serving (widths the engines run at). */
+function elasticRanks(role: Role, pods: readonly V1Pod[]): RankCoverage {
+  const instances = elasticInstances(role, pods).filter((i) => i.replica < role.replicas);
+  let eligible = 0;
+  let serving = 0;
+  for (const instance of instances) {
+    if (!instance.leader || !isPodReady(instance.leader) || instance.width === undefined) continue;
+    serving += instance.width;
+    for (const [rank, pod] of instance.ranks) if (rank < instance.width && isPodReady(pod)) eligible++;
+  }
+  return { declared: role.elastic!.width * role.replicas, eligible, serving };
+}
+
+function resizingCondition(render: RenderInput, resize: ResizeView | undefined, pods: readonly V1Pod[]): Problem & { status: Condition["status"] } | undefined {
+  const role = render.deployment.spec.roles.find((r) => r.elastic);
+  if (!role) return undefined;
+  if (resize?.active) {
+    const { id, step, message, holding } = resize.active;
+    return { status: "True", reason: holding?.reason ?? step, message: `${id} ${step}: ${holding?.message ?? message}` };
+  }
+  if (resize?.failed) return { status: "False", reason: resize.failed.reason, message: `${resize.failed.id}: ${resize.failed.message}` };
+  const widths = elasticInstances(role, pods).filter((i) => i.replica < role.replicas && i.width !== undefined).map((i) => i.width);
+  const at = widths.every((w) => w === role.elastic!.width);
+  return at
+    ? { status: "False", reason: "AtWidth", message: `every instance of ${role.name} runs ${role.elastic!.width} ranks` }
+    : { status: "False", reason: "ResizePending", message: `${role.name} should run ${role.elastic!.width} ranks; instances run ${widths.join(", ")}` };
+}
+
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews, resize }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -155,8 +198,13 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     const instances = new Map<number, V1Pod[]>();
     for (const pod of observed.pods.filter((p) => roleOf(p) === role.name)) {
       instances.set(replicaOf(pod), [...(instances.get(replicaOf(pod)) ?? []), pod]);
-      const problem = podProblem(pod, inventory);
-      if (problem) problems.push(problem);
+    }
+    for (const [replica, pods] of instances) {
+      if (role.elastic) instances.set(replica, servingMembers(pods));
+      for (const pod of instances.get(replica)!) {
+        const problem = podProblem(pod, inventory);
+        if (problem) problems.push(problem);
+      }
     }
     let ready = 0;
     let updated = 0;
@@ -172,7 +220,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     }
     if (ready < desired) allReady = false;
     if (updated < desired) allUpdated = false;
-    roles.push({ name: role.name, kind: role.kind, desired, ready, updated, draining });
+    roles.push({ name: role.name, kind: role.kind, desired, ready, updated, draining, ...(role.elastic ? { ranks: elasticRanks(role, observed.pods) } : {}) });
   }
 
   const coverage = rankCoverage(render, observed.pods, drainingPods ?? new Set(), routerViews);
@@ -196,6 +244,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     endpoint = ip ? `http://${ip}:${options.enginePort}` : undefined;
   }
   const router = routerReadiness(render, observed, routerAcks ?? new Map(), pushError, drainingPods);
+  const resizing = resizingCondition(render, resize, observed.pods);
 
   const ready = allReady && (router?.ready ?? true) && covered && !applyError && !pushError && endpoint !== undefined && !deleting;
   const unschedulable = problems.find((p) => p.reason === "InsufficientGPU" || p.reason === "Unschedulable");
@@ -238,6 +287,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
       : retirement?.aborted
         ? [condition("Retiring", "False", "RetirementAborted", `${retirement.aborted.id}: ${retirement.aborted.message}`)]
         : []),
+    ...(resizing ? [condition("Resizing", resizing.status, resizing.reason, resizing.message)] : []),
     ...(scaling?.condition ? [condition("Scaling", scaling.condition.status, scaling.condition.reason, scaling.condition.message)] : []),
     ready
       ? condition("Ready", "True", "Ready", `serving at ${endpoint}`)

@@ -1,8 +1,8 @@
-// The simulator's own elastic-EP fault injection (not vLLM's): BERTH_SIM_ELASTIC_FAULT names what the
+// The simulator's own elastic-EP fault injection (not vLLM's): SIM_ELASTIC_FAULT names what the
 // size-changing `/scale_elastic_ep` calls do, counted from the first one since start. Pure: parsing and
 // the per-call plan; elastic.ts keeps the count and carries the plan out.
 
-/** What BERTH_SIM_ELASTIC_FAULT asks for. */
+/** What SIM_ELASTIC_FAULT asks for. */
 export interface ElasticFaults {
   /** `hang-first`: the first size-changing call scales but never answers; `hang-first-noop`: it neither scales nor answers. */
   firstCall?: "hang-first" | "hang-first-noop";

@@ -1,7 +1,7 @@
 // vLLM's elastic expert parallelism resize (`POST /scale_elastic_ep`, reference vllm.md §5): the call
 // blocks until the new width serves; meanwhile `runtime.scaling` makes every path answer 503.
 // Afterwards each new rank has its own batch and KV capacity, and every vllm: series restarts.
-// BERTH_SIM_ELASTIC_FAULT (elastic-faults.ts) may refuse a size-changing call or withhold its answer.
+// SIM_ELASTIC_FAULT (elastic-faults.ts) may refuse a size-changing call or withhold its answer.
 import { planScaleCall } from "./elastic-faults.ts";
 import type { SimRuntime } from "./runtime.ts";
 import { MAX_DATA_PARALLEL } from "./runtime.ts";
@@ -54,7 +54,7 @@ export async function scaleElasticEp(rt: SimRuntime, newSize: number, drainTimeo
   }
   const call = rt.elasticScaleCalls++;
   const plan = planScaleCall(rt.env.elasticFaults, call);
-  const fault = { fault: "BERTH_SIM_ELASTIC_FAULT", call: call + 1, from: core.size, to: newSize };
+  const fault = { fault: "SIM_ELASTIC_FAULT", call: call + 1, from: core.size, to: newSize };
   switch (plan) {
     case "refuse":
       log.error(fault, "berth-sim: injected fault: refusing the resize with 500 Scale failed");

@@ -36,9 +36,9 @@ export interface EnvSettings {
   pdBootstrapTimeoutS: number;
   nixlHost: string;
   nixlPort: number;
-  /** BERTH_SIM_ELASTIC_FAULT (the simulator's own): faults injected into size-changing elastic resizes. */
+  /** SIM_ELASTIC_FAULT (the simulator's own): faults injected into size-changing elastic resizes. */
   elasticFaults: ElasticFaults;
-  /** BERTH_SIM_ELASTIC_SCALE_SECONDS (the simulator's own): overrides --elastic-scale-seconds. */
+  /** SIM_ELASTIC_SCALE_SECONDS (the simulator's own): overrides --elastic-scale-seconds. */
   elasticScaleSeconds?: number;
   /** Values the simulator could not use and ignores: logged as errors at start. */
   ignored: { variable: string; value: string; reason: string }[];
@@ -55,13 +55,13 @@ export function readEnvSettings(env: Readonly<Record<string, string | undefined>
     return env[name] !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback;
   };
   const ignored: EnvSettings["ignored"] = [];
-  const faultValue = env.BERTH_SIM_ELASTIC_FAULT ?? "";
+  const faultValue = env.SIM_ELASTIC_FAULT ?? "";
   const faults = parseElasticFaults(faultValue);
-  for (const reason of faults.ignored) ignored.push({ variable: "BERTH_SIM_ELASTIC_FAULT", value: faultValue, reason });
-  const scaleValue = env.BERTH_SIM_ELASTIC_SCALE_SECONDS ?? "";
+  for (const reason of faults.ignored) ignored.push({ variable: "SIM_ELASTIC_FAULT", value: faultValue, reason });
+  const scaleValue = env.SIM_ELASTIC_SCALE_SECONDS ?? "";
   const scaleSeconds = scaleValue === "" ? undefined : Number(scaleValue);
   const validScale = scaleSeconds !== undefined && Number.isFinite(scaleSeconds) && scaleSeconds >= 0;
-  if (scaleSeconds !== undefined && !validScale) ignored.push({ variable: "BERTH_SIM_ELASTIC_SCALE_SECONDS", value: scaleValue, reason: `${scaleValue} is not a number ≥ 0` });
+  if (scaleSeconds !== undefined && !validScale) ignored.push({ variable: "SIM_ELASTIC_SCALE_SECONDS", value: scaleValue, reason: `${scaleValue} is not a number ≥ 0` });
   return {
     skipModelNameValidation: flag("VLLM_SKIP_MODEL_NAME_VALIDATION", false),
     elasticDrain: flag("VLLM_ELASTIC_EP_DRAIN_REQUESTS", false),
@@ -98,7 +98,7 @@ export interface SimRuntime {
   phase: Phase;
   /** Set for the whole of an elastic resize: every path answers 503. */
   scaling: boolean;
-  /** Size-changing /scale_elastic_ep calls so far: BERTH_SIM_ELASTIC_FAULT entries count them. */
+  /** Size-changing /scale_elastic_ep calls so far: SIM_ELASTIC_FAULT entries count them. */
   elasticScaleCalls: number;
   /** HTTP requests being answered (includes PD legs waiting for their peer). */
   inFlight: Set<InFlight>;

@@ -84,6 +84,43 @@ export async function chat(endpoint: string, { content = "hello", maxTokens = 8,
 /** The content of a chat completion's first choice. */
 export const answerOf = (text: string) => (JSON.parse(text) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
 
+/** Streaming chat clients looping until stopped; every answer must be 200 and end with [DONE]. */
+export function startClients(endpoint: string, clients: number, maxTokens: number, model = MODEL) {
+  let stop = false;
+  const results = { ok: 0, failed: [] as string[], durations: [] as number[] };
+  const one = async () => {
+    const started = Date.now();
+    try {
+      const res = await fetch(`${endpoint}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "tell me a long story" }], max_tokens: maxTokens, ignore_eos: true, stream: true }),
+        signal: AbortSignal.timeout(60_000),
+      });
+      const text = await res.text();
+      if (res.status !== 200) results.failed.push(`${res.status} ${text.slice(0, 200)}`);
+      else if (!text.trimEnd().endsWith("data: [DONE]")) results.failed.push(`incomplete stream: …${text.slice(-200)}`);
+      else {
+        results.ok++;
+        results.durations.push(Date.now() - started);
+      }
+    } catch (error) {
+      results.failed.push(String(error));
+    }
+  };
+  const loops = Array.from({ length: clients }, async () => {
+    while (!stop) await one();
+  });
+  return {
+    results,
+    async stop() {
+      stop = true;
+      await Promise.all(loops);
+      return results;
+    },
+  };
+}
+
 export interface AgentWorldOptions {
   /** GPUs on the single node "gpu-a" (default 8). */
   gpus?: number;

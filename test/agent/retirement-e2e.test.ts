@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/agent/agent.ts";
 import type { Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-retire";
 
@@ -21,43 +21,6 @@ interface OperationView {
   steps: Array<{ name: string; startedAt: string; finishedAt?: string }>;
   params: { podUids: string[]; drainSeconds: number };
   error?: { reason: string; message: string };
-}
-
-/** Streaming chat clients looping until stopped; every answer must be 200 and end with [DONE]. */
-function startClients(endpoint: string, clients: number, maxTokens: number) {
-  let stop = false;
-  const results = { ok: 0, failed: [] as string[], durations: [] as number[] };
-  const one = async () => {
-    const started = Date.now();
-    try {
-      const res = await fetch(`${endpoint}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "tell me a long story" }], max_tokens: maxTokens, ignore_eos: true, stream: true }),
-        signal: AbortSignal.timeout(60_000),
-      });
-      const text = await res.text();
-      if (res.status !== 200) results.failed.push(`${res.status} ${text.slice(0, 200)}`);
-      else if (!text.trimEnd().endsWith("data: [DONE]")) results.failed.push(`incomplete stream: …${text.slice(-200)}`);
-      else {
-        results.ok++;
-        results.durations.push(Date.now() - started);
-      }
-    } catch (error) {
-      results.failed.push(String(error));
-    }
-  };
-  const loops = Array.from({ length: clients }, async () => {
-    while (!stop) await one();
-  });
-  return {
-    results,
-    async stop() {
-      stop = true;
-      await Promise.all(loops);
-      return results;
-    },
-  };
 }
 
 describe("retirement as a persisted operation, on the simulated cluster", () => {

@@ -1,4 +1,4 @@
-// The simulator's own elastic-EP fault injection (BERTH_SIM_ELASTIC_FAULT, BERTH_SIM_ELASTIC_SCALE_SECONDS):
+// The simulator's own elastic-EP fault injection (SIM_ELASTIC_FAULT, SIM_ELASTIC_SCALE_SECONDS):
 // the parser and per-call plan as tables, then each fault on a real process, observed the way an agent
 // would: answers, /is_scaling_elastic_ep and the `engine` label set of /metrics.
 import { describe, expect, it } from "vitest";
@@ -43,13 +43,13 @@ describe("planScaleCall", () => {
 });
 
 describe("readEnvSettings", () => {
-  it("reads BERTH_SIM_ELASTIC_SCALE_SECONDS and reports what it ignores", () => {
-    expect(readEnvSettings({ BERTH_SIM_ELASTIC_SCALE_SECONDS: "0.5" }).elasticScaleSeconds).toBe(0.5);
+  it("reads SIM_ELASTIC_SCALE_SECONDS and reports what it ignores", () => {
+    expect(readEnvSettings({ SIM_ELASTIC_SCALE_SECONDS: "0.5" }).elasticScaleSeconds).toBe(0.5);
     expect(readEnvSettings({}).elasticScaleSeconds).toBeUndefined();
-    const bad = readEnvSettings({ BERTH_SIM_ELASTIC_SCALE_SECONDS: "-1", BERTH_SIM_ELASTIC_FAULT: "refuse,oops" });
+    const bad = readEnvSettings({ SIM_ELASTIC_SCALE_SECONDS: "-1", SIM_ELASTIC_FAULT: "refuse,oops" });
     expect(bad.elasticScaleSeconds).toBeUndefined();
     expect(bad.elasticFaults).toEqual({ refusedCalls: Number.POSITIVE_INFINITY });
-    expect(bad.ignored.map((entry) => entry.variable)).toEqual(["BERTH_SIM_ELASTIC_FAULT", "BERTH_SIM_ELASTIC_SCALE_SECONDS"]);
+    expect(bad.ignored.map((entry) => entry.variable)).toEqual(["SIM_ELASTIC_FAULT", "SIM_ELASTIC_SCALE_SECONDS"]);
   });
 });
 
@@ -83,9 +83,9 @@ async function resizeTo(sim: SimProcess, size: number): Promise<{ status: number
   return { status: response.status, body: await response.json(), ms: Date.now() - started };
 }
 
-describe("BERTH_SIM_ELASTIC_FAULT on a real process", () => {
+describe("SIM_ELASTIC_FAULT on a real process", () => {
   it("hang-first: scales as usual (503s meanwhile) but never answers; later calls are normal", () =>
-    withElastic({ BERTH_SIM_ELASTIC_FAULT: "hang-first" }, async (sim) => {
+    withElastic({ SIM_ELASTIC_FAULT: "hang-first" }, async (sim) => {
       const client = new AbortController();
       const hanging = post(`${sim.url}/scale_elastic_ep`, { new_data_parallel_size: 2 }, {}, client.signal);
       await eventually(async () => ((await fetch(`${sim.url}/health`)).status === 503 ? true : undefined));
@@ -106,7 +106,7 @@ describe("BERTH_SIM_ELASTIC_FAULT on a real process", () => {
     }));
 
   it("hang-first-noop: no scale and no answer until the client leaves; the next call scales", () =>
-    withElastic({ BERTH_SIM_ELASTIC_FAULT: "hang-first-noop" }, async (sim) => {
+    withElastic({ SIM_ELASTIC_FAULT: "hang-first-noop" }, async (sim) => {
       const client = new AbortController();
       const hanging = post(`${sim.url}/scale_elastic_ep`, { new_data_parallel_size: 2 }, {}, client.signal);
       expect(await stillPending(hanging, 500)).toBe(true);
@@ -120,7 +120,7 @@ describe("BERTH_SIM_ELASTIC_FAULT on a real process", () => {
     }));
 
   it("a withheld answer does not delay shutdown", async () => {
-    const sim = await startElastic({ BERTH_SIM_ELASTIC_FAULT: "hang-first-noop" });
+    const sim = await startElastic({ SIM_ELASTIC_FAULT: "hang-first-noop" });
     const hanging = post(`${sim.url}/scale_elastic_ep`, { new_data_parallel_size: 2 });
     expect(await stillPending(hanging, 200)).toBe(true);
     const signalledAt = Date.now();
@@ -130,14 +130,14 @@ describe("BERTH_SIM_ELASTIC_FAULT on a real process", () => {
   });
 
   it("refuse: every size-changing call answers 500 Scale failed without scaling; the current size answers 200", () =>
-    withElastic({ BERTH_SIM_ELASTIC_FAULT: "refuse" }, async (sim) => {
+    withElastic({ SIM_ELASTIC_FAULT: "refuse" }, async (sim) => {
       for (const size of [2, 3, 2]) expect(await resizeTo(sim, size)).toMatchObject({ status: 500, body: SCALE_FAILED });
       expect(await width(sim)).toEqual(["0"]);
       expect(await resizeTo(sim, 1)).toMatchObject({ status: 200, body: { message: "Scaled to 1 data parallel engines" } });
     }));
 
   it("refuse-first=2: two 500s, then the resize happens", () =>
-    withElastic({ BERTH_SIM_ELASTIC_FAULT: "refuse-first=2" }, async (sim) => {
+    withElastic({ SIM_ELASTIC_FAULT: "refuse-first=2" }, async (sim) => {
       expect(await resizeTo(sim, 2)).toMatchObject({ status: 500, body: SCALE_FAILED });
       expect(await resizeTo(sim, 1)).toMatchObject({ status: 200 });
       expect(await resizeTo(sim, 2)).toMatchObject({ status: 500, body: SCALE_FAILED });
@@ -147,18 +147,18 @@ describe("BERTH_SIM_ELASTIC_FAULT on a real process", () => {
     }));
 
   it("unknown entries are logged and ignored; the rest applies", () =>
-    withElastic({ BERTH_SIM_ELASTIC_FAULT: "bogus,refuse-first=1" }, async (sim) => {
-      expect(sim.logLine("ignoring part of BERTH_SIM_ELASTIC_FAULT")).toMatchObject({ level: 50, variable: "BERTH_SIM_ELASTIC_FAULT", value: "bogus,refuse-first=1" });
+    withElastic({ SIM_ELASTIC_FAULT: "bogus,refuse-first=1" }, async (sim) => {
+      expect(sim.logLine("ignoring part of SIM_ELASTIC_FAULT")).toMatchObject({ level: 50, variable: "SIM_ELASTIC_FAULT", value: "bogus,refuse-first=1" });
       expect(await resizeTo(sim, 2)).toMatchObject({ status: 500, body: SCALE_FAILED });
       expect(await resizeTo(sim, 2)).toMatchObject({ status: 200, body: { message: "Scaled to 2 data parallel engines" } });
     }));
 });
 
-describe("BERTH_SIM_ELASTIC_SCALE_SECONDS", () => {
+describe("SIM_ELASTIC_SCALE_SECONDS", () => {
   // The command line asks for 600 model-s (60 s here); the environment for 1 model-s (100 ms).
   it("overrides --elastic-scale-seconds", () =>
     withElastic(
-      { BERTH_SIM_ELASTIC_SCALE_SECONDS: "1" },
+      { SIM_ELASTIC_SCALE_SECONDS: "1" },
       async (sim) => {
         const scaled = await resizeTo(sim, 2);
         expect(scaled).toMatchObject({ status: 200, body: { message: "Scaled to 2 data parallel engines" } });

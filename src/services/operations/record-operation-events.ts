@@ -1,7 +1,8 @@
 // The events of an operation's phase change, written in the caller's transaction (outbox):
 // operation.started on entering Running (phases never go back, so that happens once),
 // operation.succeeded, operation.failed for Failed and Aborted; a retirement also
-// announces replica.retiring when it starts and replica.retired when it succeeds.
+// announces replica.retiring when it starts and replica.retired when it succeeds; a resize that
+// succeeds announces deployment.resized with the old and new width.
 import type { Db } from "../../../db/client.ts";
 import type { DeploymentRow } from "../../../db/queries/deployments.ts";
 import type { OperationRow } from "../../../db/queries/operations.ts";
@@ -35,6 +36,10 @@ export async function recordOperationEvents(
     if (after.kind === "retire") await recordEvent(tx, now, { ...base, type: "replica.retiring", data: replicaData });
   } else if (after.phase === "Succeeded") {
     if (after.kind === "retire") await recordEvent(tx, now, { ...base, type: "replica.retired", data: replicaData });
+    if (after.kind === "resize") {
+      const { fromWidth, toWidth } = (after.params ?? {}) as { fromWidth?: number; toWidth?: number };
+      await recordEvent(tx, now, { ...base, type: "deployment.resized", data: { ...replicaData, fromWidth, toWidth } });
+    }
     const result = after.result !== null ? { result: after.result as Record<string, unknown> } : {};
     await recordEvent(tx, now, { ...base, type: "operation.succeeded", data: { ...data, ...result } });
   } else if (after.phase === "Failed" || after.phase === "Aborted") {

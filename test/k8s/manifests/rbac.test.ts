@@ -24,6 +24,7 @@ const NEEDS: [group: string, resource: string, verbs: string[], where: string][]
   ["", "namespaces", ["get", "list", "watch", "create", "patch"], "observe.ts core.readNamespace; informers.ts list/watch of labelled namespaces; apply.ts SSA of the project namespace (absent → create)"],
   ["", "pods", ["list", "watch"], "agent.ts heartbeat core.listPodForAllNamespaces; observe.ts core.listNamespacedPod; informer"],
   ["", "pods", ["create", "delete"], "apply.ts core.createNamespacedPod / deleteNamespacedPod (UID precondition)"],
+  ["", "pods", ["patch"], "resize-executor.ts core.patchNamespacedPod: the elastic leader's proven-width annotation (uid tested)"],
   ["", "pods", ["get"], "the external routers' Role grants pods get: RBAC needs the granter to hold it"],
   ["", "pods/log", ["get"], "last log lines of a CrashLoopBackOff container"],
   ["", "events", ["list", "watch"], "FailedScheduling / image-pull reasons"],

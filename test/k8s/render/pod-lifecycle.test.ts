@@ -34,11 +34,13 @@ describe("probes", () => {
     }
   });
 
-  it("the elastic leader's liveness is a TCP connect: /health answers 503 for a whole resize", () => {
+  it("the elastic leader's liveness and readiness are TCP connects after startup: /health answers 503 for a whole resize", () => {
     const leader = engine("vllm-elastic-ep-w2", "experts");
     expect(leader.livenessProbe).toEqual({ tcpSocket: { port: "http" }, timeoutSeconds: 5, periodSeconds: 30, failureThreshold: 3 });
-    // Readiness still withdraws the leader while it cannot serve.
-    expect(leader.readinessProbe?.httpGet?.path).toBe("/health");
+    // A resize can outlast readiness's 30 s: withdrawing the leader then would turn the 503s the router
+    // retries into refusals. Startup still waits for /health to answer 200 once.
+    expect(leader.readinessProbe).toEqual({ tcpSocket: { port: "http" }, timeoutSeconds: 5, periodSeconds: 10, failureThreshold: 3, successThreshold: 1 });
+    expect(leader.startupProbe?.httpGet?.path).toBe("/health");
   });
 
   it("SGLang uses 10 s timeouts and a more patient liveness; vLLM 5 s", () => {

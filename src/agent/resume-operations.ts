@@ -1,0 +1,22 @@
+// After a start, an executor first learns which of its operations are still Pending or Running, so
+// a restarted agent picks up exactly the work it had recorded (and starts none beside it). The API
+// may be down: the list is retried with capped backoff until it answers or the agent stops.
+import type { Operation, OperationKind } from "../domain/operations.ts";
+import type { AgentApi } from "./api-client.ts";
+
+export async function listActiveOperations(
+  api: AgentApi,
+  kind: OperationKind,
+  { signal, stopped, warn }: { signal: AbortSignal; stopped: () => boolean; warn: (msg: string, data?: object) => void },
+): Promise<Operation[] | undefined> {
+  for (let attempt = 0; !stopped() && !signal.aborted; attempt++) {
+    try {
+      return await api.listOperations({ kind, phase: ["Pending", "Running"] }, signal);
+    } catch (error) {
+      if (signal.aborted) return undefined;
+      warn(`${kind} operations could not be listed; retrying`, { error: (error as Error).message });
+      await new Promise((resolve) => setTimeout(resolve, Math.min(10_000, 500 * 2 ** attempt)));
+    }
+  }
+  return undefined;
+}
