@@ -199,14 +199,34 @@ export function createResizeExecutor({
     return `http://${ipOf(leader)}:${enginePort}`;
   }
 
-  const timeout = (ms = config.readTimeoutMs) => AbortSignal.any([signal, AbortSignal.timeout(ms)]);
+  /**
+   * Runs `task` with a signal that aborts after `ms` or when the agent stops. A plain timer and
+   * controller, held until the task settles: Node 20 may garbage-collect the signals that
+   * AbortSignal.any/timeout return while a fetch still depends on them, and then nothing aborts
+   * (seen here: a hung resize call never timed out under load).
+   */
+  async function withTimeout<T>(ms: number, task: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    const abort = () => controller.abort(new Error(`timed out after ${ms} ms`));
+    const timer = setTimeout(abort, ms);
+    const onStop = () => controller.abort(signal.reason);
+    signal.addEventListener("abort", onStop, { once: true });
+    try {
+      return await task(controller.signal);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onStop);
+    }
+  }
 
   /** The ranks the engine shows; undefined while it cannot say (scaling, unreachable). */
   async function readRanks(url: string): Promise<number[] | undefined> {
     try {
-      const res = await fetch(`${url}/metrics`, { signal: timeout() });
-      const text = await res.text();
-      return res.ok ? ranksFromMetrics(text) : undefined;
+      return await withTimeout(config.readTimeoutMs, async (signal) => {
+        const res = await fetch(`${url}/metrics`, { signal });
+        const text = await res.text();
+        return res.ok ? ranksFromMetrics(text) : undefined;
+      });
     } catch {
       return undefined;
     }
@@ -215,11 +235,13 @@ export function createResizeExecutor({
   /** true/false from `/is_scaling_elastic_ep`; a 503 (every path answers it while scaling) is true; undefined when unreachable. */
   async function isScaling(url: string): Promise<boolean | undefined> {
     try {
-      const res = await fetch(`${url}/is_scaling_elastic_ep`, { method: "POST", signal: timeout() });
-      if (res.status === 503) return true;
-      if (!res.ok) return undefined;
-      const body = (await res.json()) as { is_scaling_elastic_ep?: unknown };
-      return typeof body.is_scaling_elastic_ep === "boolean" ? body.is_scaling_elastic_ep : undefined;
+      return await withTimeout(config.readTimeoutMs, async (signal) => {
+        const res = await fetch(`${url}/is_scaling_elastic_ep`, { method: "POST", signal });
+        if (res.status === 503) return true;
+        if (!res.ok) return undefined;
+        const body = (await res.json()) as { is_scaling_elastic_ep?: unknown };
+        return typeof body.is_scaling_elastic_ep === "boolean" ? body.is_scaling_elastic_ep : undefined;
+      });
     } catch {
       return undefined;
     }
@@ -228,14 +250,16 @@ export function createResizeExecutor({
   /** A one-token completion pinned to `rank`: the HTTP status, or undefined when unanswered. */
   async function probeRank(url: string, model: string, rank: number): Promise<number | undefined> {
     try {
-      const res = await fetch(`${url}/v1/completions`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", "X-data-parallel-rank": String(rank) },
-        body: JSON.stringify({ model, prompt: "berth rank check", max_tokens: 1, temperature: 0 }),
-        signal: timeout(),
+      return await withTimeout(config.readTimeoutMs, async (signal) => {
+        const res = await fetch(`${url}/v1/completions`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", "X-data-parallel-rank": String(rank) },
+          body: JSON.stringify({ model, prompt: "berth rank check", max_tokens: 1, temperature: 0 }),
+          signal,
+        });
+        await res.arrayBuffer();
+        return res.status;
       });
-      await res.arrayBuffer();
-      return res.status;
     } catch {
       return undefined;
     }
@@ -260,14 +284,16 @@ export function createResizeExecutor({
     void (async () => {
       let outcome: Pick<ScaleCall, "outcome" | "status" | "answer">;
       try {
-        const res = await fetch(`${url}/scale_elastic_ep`, {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ new_data_parallel_size: call.size, drain_timeout: config.drainTimeoutSeconds }),
-          signal: timeout(config.callTimeoutMs),
+        outcome = await withTimeout(config.callTimeoutMs, async (signal) => {
+          const res = await fetch(`${url}/scale_elastic_ep`, {
+            method: "POST",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ new_data_parallel_size: call.size, drain_timeout: config.drainTimeoutSeconds }),
+            signal,
+          });
+          const answer = (await res.text()).slice(0, 500);
+          return { outcome: res.status === 200 ? ("ok" as const) : ("refused" as const), status: res.status, answer };
         });
-        const answer = (await res.text()).slice(0, 500);
-        outcome = { outcome: res.status === 200 ? "ok" : "refused", status: res.status, answer };
       } catch (error) {
         outcome = { outcome: "ambiguous", answer: (error as Error).message.slice(0, 500) };
       }

@@ -9,6 +9,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/agent/agent.ts";
+import type { AgentApi } from "../../src/agent/api-client.ts";
+import type { Operation } from "../../src/domain/operations.ts";
 import type { Kube } from "../../src/agent/kube.ts";
 import { type AgentWorld, eventually, startAgentWorld, startClients } from "./e2e-support.ts";
 
@@ -39,13 +41,53 @@ describe("elastic EP resize on the simulated cluster", () => {
   let world: AgentWorld;
   let kube: Kube;
   let agent: Agent;
-  const startAgent = () => {
+  const startAgent = (api?: AgentApi) => {
     agent = world.startAgent({
       retry: { attempts: 3, baseMs: 50, capMs: 200 },
+      ...(api ? { api } : {}),
+      ...(process.env.BERTH_E2E_LOG ? { logger: { info: (m: string, d?: object) => console.log(m, JSON.stringify(d)), warn: (m: string, d?: object) => console.log("WARN", m, JSON.stringify(d)) } } : {}),
       // Short enough for a test: refusals retried after 0.5 s doubling (5 tries), a call unanswered after 4 s is ambiguous.
       config: { resize: { retry: { baseMs: 500, capMs: 2_000, tries: 5 }, callTimeoutMs: 4_000, tickMs: 200, verifyLimitMs: 30_000 } },
     });
+    return agent;
   };
+
+  /**
+   * The agent's API, except that once an operation write returns an operation for which `when`
+   * holds, the agent is stopped (after `delayMs`; at once, the write never returns to it): a kill
+   * right after a recorded step.
+   */
+  const killingApi = (when: (op: Operation) => boolean, delayMs = 0): { api: AgentApi; killed: Promise<void> } => {
+    const base = world.api({ attempts: 3, baseMs: 50, capMs: 200 });
+    let fired = false;
+    let killed!: () => void;
+    const done = new Promise<void>((resolve) => (killed = resolve));
+    const kill = (victim: Agent) => void victim.stop().then(killed);
+    const api: AgentApi = {
+      ...base,
+      async patchOperation(id, body, signal) {
+        const op = await base.patchOperation(id, body, signal);
+        if (fired || !when(op)) return op;
+        fired = true;
+        const victim = agent;
+        if (delayMs > 0) {
+          setTimeout(() => kill(victim), delayMs);
+          return op;
+        }
+        kill(victim); // aborts `signal` at once (stop() aborts before its first await)
+        throw new Error("agent killed");
+      },
+    };
+    return { api, killed: done };
+  };
+
+  const remove = async (id: string) => {
+    expect((await world.call("DELETE", `/v1/deployments/${id}`)).status).toBeLessThan(300);
+    await eventually(`${id} removed`, async () => (await world.call("GET", `/v1/deployments/${id}`)).status === 404, 60_000);
+    await eventually(`${id}'s pods gone`, async () => (await kube.core.listNamespacedPod({ namespace: NS, labelSelector: `berth.dev/deployment-id=${id}` })).items.length === 0, 60_000);
+  };
+
+  const members = (pods: V1Pod[]) => pods.map((p) => p.metadata!.labels!["berth.dev/member"]);
 
   const rankPods = async (id: string): Promise<V1Pod[]> =>
     (await kube.core.listNamespacedPod({ namespace: NS, labelSelector: `berth.dev/deployment-id=${id},berth.dev/role=ep` })).items
@@ -101,8 +143,8 @@ describe("elastic EP resize on the simulated cluster", () => {
   }, 30_000);
 
   it("grows 2 → 4 and shrinks 4 → 2 under streaming load: proven widths, rank pods follow, not one request fails", async () => {
-    // A resize takes 20 simulated seconds (2 s here): long enough for requests to meet its 503s.
-    const id = await world.create("grow", elasticSpec(2, 4, [{ name: "SIM_ELASTIC_SCALE_SECONDS", value: "20" }]));
+    // A resize takes 200 model seconds, 2 s at the turbo profile: long enough for requests to meet its 503s.
+    const id = await world.create("grow", elasticSpec(2, 4, [{ name: "SIM_ELASTIC_SCALE_SECONDS", value: "200" }]));
     const ready = await world.readyDeployment(id, { timeoutMs: 90_000 });
     expect(ready.status.roles[0].ranks).toEqual({ declared: 2, eligible: 2, serving: 2 });
     const clients = startClients(ready.status.endpoint, 4, 60, MOE);
@@ -145,5 +187,142 @@ describe("elastic EP resize on the simulated cluster", () => {
       [2, 4],
       [4, 2],
     ]);
+    await remove(id);
   }, 240_000);
+
+  it("an unanswered call is never sent again: the outcome is decided by what the engine shows", async () => {
+    // The simulator scales on the first call but never answers it; the agent gives up after 4 s.
+    const id = await world.create("hang", elasticSpec(2, 4, [{ name: "SIM_ELASTIC_FAULT", value: "hang-first" }]));
+    await world.readyDeployment(id, { timeoutMs: 90_000 });
+    const op = await resize(id, 3);
+    const { op: done } = await awaitOperation(op.id, "Succeeded");
+    expect(done.steps.map((s) => s.name)).toEqual(["Requested", "AdmittingPods", "Joining", "Scaling", "Observing", "Verifying", "UpdatingRouter"]);
+    expect(done.result?.calls).toHaveLength(1);
+    expect(done.result?.calls?.[0]).toMatchObject({ size: 3, outcome: "ambiguous" });
+    const pods = await rankPods(id);
+    expect(members(pods)).toEqual(["0", "1", "2"]);
+    expect(await engineRanks(pods[0]!)).toEqual([0, 1, 2]);
+    await remove(id);
+  }, 180_000);
+
+  it("an engine that refuses every call: ScaleRefused after 5 tries, the old width keeps serving, the new rank pods go", async () => {
+    const id = await world.create("refuse", elasticSpec(2, 4, [{ name: "SIM_ELASTIC_FAULT", value: "refuse" }]));
+    const ready = await world.readyDeployment(id, { timeoutMs: 90_000 });
+    const op = await resize(id, 4);
+    const failed = await eventually(`${op.id} Failed`, async () => {
+      const { body } = await world.call("GET", `/v1/operations/${op.id}`);
+      return body.phase === "Failed" ? (body as OperationView) : body.phase === "Succeeded" ? Promise.reject(new Error("succeeded")) : undefined;
+    }, 90_000);
+    expect(failed.error?.reason).toBe("ScaleRefused");
+    expect(failed.result?.calls?.map((c) => c.status)).toEqual([500, 500, 500, 500, 500]);
+    expect(failed.error?.message).toMatch(/serves 2 ranks/);
+    const pods = await eventually("the joined rank pods removed", async () => {
+      const now = await rankPods(id);
+      return now.length === 2 ? now : undefined;
+    });
+    expect(members(pods)).toEqual(["0", "1"]);
+    expect(await engineRanks(pods[0]!)).toEqual([0, 1]);
+    const status = await eventually("Resizing False ScaleRefused", async () => {
+      const { body } = await world.call("GET", `/v1/deployments/${id}`);
+      const resizing = body.status.conditions.find((c: { type: string }) => c.type === "Resizing");
+      return resizing?.reason === "ScaleRefused" ? body.status : undefined;
+    });
+    expect(status.roles[0].ranks).toMatchObject({ declared: 4, serving: 2 });
+    const res = await fetch(`${ready.status.endpoint}/v1/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: MOE, prompt: "still serving?", max_tokens: 4 }),
+    });
+    expect(res.status).toBe(200);
+    // Not redone on its own: only a new request would try again.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const ops = await world.call("GET", `/v1/operations?deploymentId=${id}&kind=resize`);
+    expect(ops.body.items).toHaveLength(1);
+    await remove(id);
+  }, 180_000);
+
+  it("a grow that cannot be placed holds with InsufficientGPU and leaves the running instance alone; it goes on once GPUs free up", async () => {
+    const id = await world.create("tight", elasticSpec(2, 4));
+    const ready = await world.readyDeployment(id, { timeoutMs: 90_000 });
+    // 8 GPUs: 2 for the instance, 5 for a filler, 1 free; the grow to 4 needs 2.
+    const filler = await world.create("filler", {
+      model: { name: "Qwen/Qwen3-8B" },
+      engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+      roles: [{ name: "server", replicas: 5, resources: { gpus: 1, gpuType: "nvidia-h100-80gb" } }],
+    });
+    await world.readyDeployment(filler, { timeoutMs: 90_000 });
+    const leaderUid = (await rankPods(id))[0]!.metadata!.uid;
+    const op = await resize(id, 4);
+    const held = await eventually("Resizing True InsufficientGPU", async () => {
+      const { body } = await world.call("GET", `/v1/deployments/${id}`);
+      const resizing = body.status.conditions.find((c: { type: string }) => c.type === "Resizing");
+      return resizing?.reason === "InsufficientGPU" ? body : undefined;
+    }, 60_000);
+    expect(held.status.phase).toBe("Ready");
+    expect(held.status.roles[0].ranks).toMatchObject({ declared: 4, serving: 2 });
+    expect((await world.call("GET", `/v1/operations/${op.id}`)).body).toMatchObject({ phase: "Running", step: "AdmittingPods" });
+    const pods = await rankPods(id);
+    expect(pods[0]!.metadata!.uid).toBe(leaderUid);
+    expect(await engineRanks(pods[0]!)).toEqual([0, 1]);
+    const res = await fetch(`${ready.status.endpoint}/v1/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: MOE, prompt: "still serving?", max_tokens: 4 }),
+    });
+    expect(res.status).toBe(200);
+
+    await remove(filler);
+    await awaitOperation(op.id, "Succeeded");
+    expect(await engineRanks((await rankPods(id))[0]!)).toEqual([0, 1, 2, 3]);
+    await remove(id);
+  }, 240_000);
+
+  it("an agent killed after each step of a grow and of a shrink resumes the same operation: no duplicate or orphaned rank pod, one engine call each", async () => {
+    await agent.stop();
+    // 2 s per resize: a kill 300 ms after the call was sent finds it unanswered.
+    const id = await world.create("kills", elasticSpec(2, 4, [{ name: "SIM_ELASTIC_SCALE_SECONDS", value: "200" }]));
+    startAgent();
+    await world.readyDeployment(id, { timeoutMs: 90_000 });
+    await agent.stop();
+    const unanswered = (op: Operation) => ((op.result as OperationView["result"])?.calls ?? []).some((c) => c.outcome === undefined);
+    const growKills: Array<[string, (op: Operation) => boolean, number]> = [
+      ["AdmittingPods", (op) => op.step === "AdmittingPods", 0],
+      ["Joining", (op) => op.step === "Joining", 0],
+      ["Scaling (call sent)", unanswered, 300],
+      ["Verifying", (op) => op.step === "Verifying", 0],
+      ["UpdatingRouter", (op) => op.step === "UpdatingRouter", 0],
+    ];
+    const shrinkKills: typeof growKills = [
+      ["Scaling", (op) => op.step === "Scaling", 0],
+      ["Scaling (call sent)", unanswered, 300],
+      ["Verifying", (op) => op.step === "Verifying", 0],
+      ["Deleting", (op) => op.step === "Deleting", 0],
+      ["Settling", (op) => op.step === "Settling", 0],
+    ];
+    for (let i = 0; i < growKills.length; i++) {
+      for (const [width, [at, when, delayMs]] of [[4, growKills[i]!], [2, shrinkKills[i]!]] as const) {
+        const killing = killingApi(when, delayMs);
+        startAgent(killing.api);
+        const op = await resize(id, width);
+        await Promise.race([
+          killing.killed,
+          new Promise((_, reject) => setTimeout(() => reject(new Error(`the agent was never killed at ${at} (resize to ${width})`)), 60_000)),
+        ]);
+        startAgent();
+        const { op: done } = await awaitOperation(op.id, "Succeeded");
+        expect(done.result?.calls, `killed at ${at}, to ${width}`).toHaveLength(1);
+        // A call sent before the kill is decided by observation after the restart, never resent.
+        if (delayMs > 0) expect(done.steps.map((s) => s.name), `killed at ${at}, to ${width}`).toContain("Observing");
+        const pods = await eventually(`exactly ${width} rank pods after a kill at ${at}`, async () => {
+          const now = await rankPods(id);
+          return now.length === width ? now : undefined;
+        });
+        expect(members(pods)).toEqual(Array.from({ length: width }, (_, m) => String(m)));
+        expect(await engineRanks(pods[0]!)).toEqual(Array.from({ length: width }, (_, m) => m));
+        await agent.stop();
+      }
+    }
+    startAgent();
+    await remove(id);
+  }, 600_000);
 });
