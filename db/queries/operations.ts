@@ -1,7 +1,7 @@
 // SQL for operations: insert (refused while one of the same kind is active for the same
 // target, by the partial unique index), reads, keyset-paged lists (by project, deployment or
 // the deployment's cluster) and updates.
-import { and, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { deployments, nextResourceVersion, operations } from "../schema.ts";
 import { afterCursor, keysetOrder, type PageCursor } from "./pagination.ts";
@@ -52,6 +52,17 @@ export async function findActiveOperation(
         inArray(operations.phase, ["Pending", "Running"]),
       ),
     )
+    .limit(1);
+  return row;
+}
+
+/** The operation of a kind on a role that changed last (any phase): resourceVersion orders every write. */
+export async function findLatestOperation(db: Db, target: { deploymentId: string; kind: string; role: string }): Promise<OperationRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(operations)
+    .where(and(eq(operations.deploymentId, target.deploymentId), eq(operations.kind, target.kind), eq(operations.role, target.role)))
+    .orderBy(desc(operations.resourceVersion))
     .limit(1);
   return row;
 }

@@ -131,8 +131,6 @@ export function createResizeExecutor({
   const holding = new Map<string, { reason: string; message: string }>();
   /** Engine calls in flight in this process, by operation id (a pass never waits for one). */
   const calling = new Set<string>();
-  /** deploymentId → spec width for which no new operation is recorded (the last one for it ended). */
-  const settledFor = new Map<string, string>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
   let resumed = false;
   let stopped = false;
@@ -189,7 +187,6 @@ export function createResizeExecutor({
     holding.delete(op.deploymentId);
     if (phase === "Succeeded") failed.delete(op.deploymentId);
     else failed.set(op.deploymentId, { id: op.id, role: op.role, reason: reason ?? phase, message });
-    settledFor.set(op.deploymentId, `${op.role}/${targetOf(op)}`);
     logger[phase === "Succeeded" ? "info" : "warn"](`resize ${phase.toLowerCase()}`, { deploymentId: op.deploymentId, operationId: op.id, message });
     later(op.deploymentId, 0);
   }
@@ -544,21 +541,18 @@ export function createResizeExecutor({
     const width = role.elastic!.width;
     const instances = elasticInstances(role, pass.observed.pods).filter((i) => i.replica < role.replicas && i.leader);
     const off = instances.find((i) => i.width !== width);
-    if (!off) {
-      settledFor.delete(pass.deploymentId);
-      return;
-    }
-    if (settledFor.get(pass.deploymentId) === `${role.name}/${width}`) return;
+    if (!off) return;
+    // Listed on every pass while a width is off (rare, and passes are seconds apart at most): a
+    // retry the API records after a failure is adopted here.
     const recorded = await api.listOperations({ deploymentId: pass.deploymentId, kind: "resize" }, signal);
     const open = recorded.find((op) => op.role === role.name && (op.phase === "Pending" || op.phase === "Running"));
     if (open) {
       active.set(pass.deploymentId, open);
       return;
     }
-    // The newest ended one for this width: not redone on its own (a new resize request is).
+    // The newest ended one for this width is not redone on its own (a new resize request is).
     const ended = recorded.filter((op) => op.role === role.name).sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1))[0];
     if (ended && targetOf(ended) === width) {
-      settledFor.set(pass.deploymentId, `${role.name}/${width}`);
       if (ended.phase !== "Succeeded" && ended.error) failed.set(pass.deploymentId, { id: ended.id, role: ended.role, reason: ended.error.reason, message: ended.error.message });
       return;
     }
@@ -626,7 +620,6 @@ export function createResizeExecutor({
       active.delete(deploymentId);
       failed.delete(deploymentId);
       holding.delete(deploymentId);
-      settledFor.delete(deploymentId);
     },
 
     stop() {

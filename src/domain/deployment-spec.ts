@@ -500,13 +500,15 @@ const observedCount = (what: string) =>
 const rankCount = (what: string) => count(0, Number.MAX_SAFE_INTEGER).describe(what);
 
 export const RankCoverage = strictObject({
-  declared: rankCount("Data-parallel ranks the spec declares: parallelism.data × replicas."),
-  eligible: rankCount("Ranks whose pods are Ready and that the agent lists as eligible to the router."),
+  declared: rankCount("Data-parallel ranks the spec declares: parallelism.data × replicas (elastic: elastic.width × replicas)."),
+  eligible: rankCount(
+    "Ranks whose pods are Ready and that the agent lists as eligible to the router (elastic: Ready rank pods within the width each engine runs at).",
+  ),
   serving: rankCount(
-    "Ranks every Ready router pod confirms: the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model; absent when the router could not be read.",
+    "External DP: ranks every Ready router pod confirms (the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model); absent when the router could not be read. Elastic: the widths the engines run at, as started or as last proven after a resize, summed over instances with a Ready leader.",
   ).optional(),
 })
-  .describe("External DP only (one endpoint per rank): how many ranks are declared, eligible and confirmed serving by the router; absent for other roles.")
+  .describe("External DP and elastic EP roles: how many data-parallel ranks are declared, eligible and serving; absent for other roles.")
   .meta({ id: "RankCoverage" });
 export type RankCoverage = z.infer<typeof RankCoverage>;
 

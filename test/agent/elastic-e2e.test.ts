@@ -19,12 +19,12 @@ const MOE = "deepseek-ai/DeepSeek-V2-Lite";
 
 interface OperationView {
   id: string;
+  params: { fromWidth: number; toWidth: number; retryOf?: string };
   kind: string;
   role: string;
   phase: string;
   step: string;
   steps: Array<{ name: string; startedAt: string; finishedAt?: string }>;
-  params: { fromWidth: number; toWidth: number };
   result?: { calls?: Array<{ size: number; outcome?: string; status?: number }>; proven?: Record<string, number> };
   error?: { reason: string; message: string };
   message: string;
@@ -179,6 +179,19 @@ describe("elastic EP resize on the simulated cluster", () => {
     expect(results.failed).toEqual([]);
     expect(results.ok).toBeGreaterThan(0);
 
+    // A merge PATCH of elastic.width is a resize too: the agent records the operation and carries it out.
+    const current = await world.call("GET", `/v1/deployments/${id}`);
+    const roles = current.body.spec.roles.map((role: { elastic: object }) => ({ ...role, elastic: { ...role.elastic, width: 3 } }));
+    const patched = await world.call("PATCH", `/v1/deployments/${id}`, { spec: { roles } }, { "Content-Type": "application/merge-patch+json" });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const byPatch = await eventually("the agent's resize operation for the PATCH", async () => {
+      const { body } = await world.call("GET", `/v1/operations?deploymentId=${id}&kind=resize`);
+      return (body.items as OperationView[]).find((o) => o.params.toWidth === 3);
+    });
+    expect(byPatch.params.fromWidth).toBe(2);
+    await awaitOperation(byPatch.id, "Succeeded");
+    expect(await engineRanks((await rankPods(id))[0]!)).toEqual([0, 1, 2]);
+
     // The stream met the resizes: the router retried "currently scaling" answers instead of failing them.
     expect(await scalingRetries(id)).toBeGreaterThan(0);
 
@@ -186,6 +199,7 @@ describe("elastic EP resize on the simulated cluster", () => {
     expect(events.body.items.map((e: { data: { fromWidth: number; toWidth: number } }) => [e.data.fromWidth, e.data.toWidth])).toEqual([
       [2, 4],
       [4, 2],
+      [2, 3],
     ]);
     await remove(id);
   }, 240_000);
@@ -205,8 +219,8 @@ describe("elastic EP resize on the simulated cluster", () => {
     await remove(id);
   }, 180_000);
 
-  it("an engine that refuses every call: ScaleRefused after 5 tries, the old width keeps serving, the new rank pods go", async () => {
-    const id = await world.create("refuse", elasticSpec(2, 4, [{ name: "SIM_ELASTIC_FAULT", value: "refuse" }]));
+  it("an engine that refuses 5 calls: ScaleRefused, the old width keeps serving, the new rank pods go; asking again retries and succeeds", async () => {
+    const id = await world.create("refuse", elasticSpec(2, 4, [{ name: "SIM_ELASTIC_FAULT", value: "refuse-first=5" }]));
     const ready = await world.readyDeployment(id, { timeoutMs: 90_000 });
     const op = await resize(id, 4);
     const failed = await eventually(`${op.id} Failed`, async () => {
@@ -234,10 +248,15 @@ describe("elastic EP resize on the simulated cluster", () => {
       body: JSON.stringify({ model: MOE, prompt: "still serving?", max_tokens: 4 }),
     });
     expect(res.status).toBe(200);
-    // Not redone on its own: only a new request would try again.
+    // Not redone on its own: only a new request tries again.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const ops = await world.call("GET", `/v1/operations?deploymentId=${id}&kind=resize`);
     expect(ops.body.items).toHaveLength(1);
+    const again = await resize(id, 4);
+    expect(again.params).toMatchObject({ toWidth: 4, retryOf: op.id });
+    const { op: retried } = await awaitOperation(again.id, "Succeeded");
+    expect(retried.result?.calls).toHaveLength(1);
+    expect(await engineRanks((await rankPods(id))[0]!)).toEqual([0, 1, 2, 3]);
     await remove(id);
   }, 180_000);
 

@@ -83,8 +83,9 @@ describe.each(DRIVERS)("resize on %s", (driver) => {
     const pending = (await api.call("GET", "/v1/agent/operations?phase=Pending&phase=Running", { token: agent.token })).body.items;
     expect(pending.map((o: { id: string }) => o.id)).toContain(op.id);
     await finish(op.id);
-    const types = (await api.call("GET", `/v1/events?deploymentId=${dep.id}`)).body.items.map((e: { type: string }) => e.type);
-    expect(types).toEqual(["deployment.created", "deployment.updated", "operation.started", "operation.succeeded"]);
+    const done = (await api.call("GET", `/v1/events?deploymentId=${dep.id}`)).body.items;
+    expect(done.map((e: { type: string }) => e.type)).toEqual(["deployment.created", "deployment.updated", "operation.started", "deployment.resized", "operation.succeeded"]);
+    expect(done[3].data).toMatchObject({ role: "ep", fromWidth: 2, toWidth: 4, operationId: op.id, actor: { kind: "agent" } });
   });
 
   it("a second resize while one is Pending or Running is a 409 naming it; after it ends, another may start; the same width is a 409", async () => {
@@ -115,6 +116,30 @@ describe.each(DRIVERS)("resize on %s", (driver) => {
     const shrink = await resize(dep.id, 2);
     expect(shrink.status).toBe(202);
     expect(shrink.body.params).toEqual({ fromWidth: 3, toWidth: 2 });
+  });
+
+  it("asking again for the spec's width retries a resize that failed (new Pending operation, spec and generation unchanged); after a success it is a 409", async () => {
+    const dep = await createElastic("retry");
+    const first = (await resize(dep.id, 4)).body;
+    expect((await api.call("PATCH", `/v1/agent/operations/${first.id}`, { token: agent.token, body: { phase: "Running", step: "Scaling" } })).status).toBe(200);
+    const refused = { reason: "ScaleRefused", message: "the engine refused 5 calls" };
+    expect((await api.call("PATCH", `/v1/agent/operations/${first.id}`, { token: agent.token, body: { phase: "Failed", error: refused } })).status).toBe(200);
+    const before = (await api.call("GET", `/v1/deployments/${dep.id}`, { token: editor })).body;
+
+    const again = await resize(dep.id, 4);
+    expect(again.status, JSON.stringify(again.body)).toBe(202);
+    expect(again.body).toMatchObject({ kind: "resize", phase: "Pending", params: { fromWidth: 2, toWidth: 4, retryOf: first.id } });
+    expect(again.body.id).not.toBe(first.id);
+    const after = (await api.call("GET", `/v1/deployments/${dep.id}`, { token: editor })).body;
+    expect(after.generation).toBe(before.generation);
+    expect(after.spec).toEqual(before.spec);
+    // One at a time still holds for retries.
+    expect((await resize(dep.id, 4)).status).toBe(409);
+
+    await finish(again.body.id);
+    const done = await resize(dep.id, 4);
+    expect(done.status).toBe(409);
+    expect(done.body.detail).toMatch(/already has width 4/);
   });
 
   it("refuses a role without elastic (422 at the role), an unknown role (404), and widths outside 2..maxWidth (422 at /width)", async () => {

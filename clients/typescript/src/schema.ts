@@ -1832,13 +1832,13 @@ export interface components {
             draining?: number;
             ranks?: components["schemas"]["RankCoverage"];
         };
-        /** @description External DP only (one endpoint per rank): how many ranks are declared, eligible and confirmed serving by the router; absent for other roles. */
+        /** @description External DP and elastic EP roles: how many data-parallel ranks are declared, eligible and serving; absent for other roles. */
         RankCoverage: {
-            /** @description Data-parallel ranks the spec declares: parallelism.data × replicas. */
+            /** @description Data-parallel ranks the spec declares: parallelism.data × replicas (elastic: elastic.width × replicas). */
             declared: number;
-            /** @description Ranks whose pods are Ready and that the agent lists as eligible to the router. */
+            /** @description Ranks whose pods are Ready and that the agent lists as eligible to the router (elastic: Ready rank pods within the width each engine runs at). */
             eligible: number;
-            /** @description Ranks every Ready router pod confirms: the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model; absent when the router could not be read. */
+            /** @description External DP: ranks every Ready router pod confirms (the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model); absent when the router could not be read. Elastic: the widths the engines run at, as started or as last proven after a resize, summed over instances with a Ready leader. */
             serving?: number;
         };
         Condition: {

@@ -1,14 +1,18 @@
 // POST /v1/deployments/{id}/roles/{role}/resize: changes an elastic role's DP width through
 // the PATCH write path (If-Match, admission, quota and capacity at the new width, generation,
 // deployment.updated) and records the Operation the agent carries out (Pending, params
-// { fromWidth, toWidth }) in the same transaction. One resize of a role at a time.
-import { findActiveOperation, insertOperation, type OperationRow } from "../../../db/queries/operations.ts";
+// { fromWidth, toWidth }) in the same transaction. One resize of a role at a time. Asking again
+// for the width the spec already holds is a retry when the last resize to it failed or was
+// aborted (the engine still runs the old width): a new operation, the spec unchanged.
+import { lockDeployment } from "../../../db/queries/deployments.ts";
+import { findActiveOperation, findLatestOperation, insertOperation, type OperationRow } from "../../../db/queries/operations.ts";
 import type { DeploymentSpec } from "../../domain/deployment-spec.ts";
 import { Conflict, InvalidSpec, NotFound } from "../../domain/errors.ts";
 import { newId } from "../../domain/ids.ts";
 import type { Operation } from "../../domain/operations.ts";
 import { requireUser } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
+import type { Db } from "../../../db/client.ts";
 import { toOperation } from "../operations/operation-view.ts";
 import type { DeploymentAddress } from "./find-deployment.ts";
 import { writeDeployment } from "./write-deployment.ts";
@@ -27,6 +31,7 @@ export async function resizeDeploymentRole({
   const { role, width } = input;
   let fromWidth = 0;
   let operation: OperationRow | undefined;
+  let retryOf: OperationRow | undefined;
   await writeDeployment(ctx, {
     address: input.address,
     ifMatch: input.ifMatch,
@@ -53,7 +58,14 @@ export async function resizeDeploymentRole({
       const active = await findActiveOperation(tx, { deploymentId: current.id, kind: "resize", role });
       if (active) throw resizeInFlight(role, active);
       if (width === elastic.width) {
-        throw new Conflict(`Role "${role}" already has width ${width}; there is nothing to resize.`, { currentWidth: width });
+        const latest = await findLatestOperation(tx, { deploymentId: current.id, kind: "resize", role });
+        const target = (latest?.params as { toWidth?: number } | null)?.toWidth;
+        if (!latest || target !== width || latest.phase === "Succeeded") {
+          throw new Conflict(`Role "${role}" already has width ${width}; there is nothing to resize.`, { currentWidth: width });
+        }
+        retryOf = latest;
+        fromWidth = Number((latest.params as { fromWidth?: number }).fromWidth);
+        return;
       }
       fromWidth = elastic.width;
     },
@@ -62,18 +74,39 @@ export async function resizeDeploymentRole({
       rawLabels: labels,
     }),
     after: async (tx, { updated, now }) => {
-      operation = await insertOperation(tx, {
+      operation = await recordResize(tx, { deploymentId: updated.id, projectId: updated.projectId, role, fromWidth, width, now });
+    },
+  });
+  if (retryOf) {
+    // The spec already says `width`, so the write above changed nothing and recorded nothing.
+    const last = retryOf;
+    operation = await ctx.db.transaction(async (tx) => {
+      await lockDeployment(tx, last.deploymentId);
+      const now = ctx.clock.now();
+      return recordResize(tx, { deploymentId: last.deploymentId, projectId: last.projectId, role, fromWidth, width, now, retryOf: last.id });
+    });
+  }
+  return toOperation(operation!);
+}
+
+/** Records the Pending resize the agent carries out; 409 naming the active one if there is one. */
+async function recordResize(
+  tx: Db,
+  input: { deploymentId: string; projectId: string; role: string; fromWidth: number; width: number; now: Date; retryOf?: string },
+): Promise<OperationRow> {
+  const { deploymentId, projectId, role, fromWidth, width, now, retryOf } = input;
+  const operation = await insertOperation(tx, {
         id: newId("operation"),
-        deploymentId: updated.id,
-        projectId: updated.projectId,
+        deploymentId,
+        projectId,
         kind: "resize",
         role,
         replica: null,
         phase: "Pending",
         step: RESIZE_REQUESTED_STEP,
-        params: { fromWidth, toWidth: width },
+        params: { fromWidth, toWidth: width, ...(retryOf ? { retryOf } : {}) },
         steps: [{ name: RESIZE_REQUESTED_STEP, startedAt: now.toISOString() }],
-        message: `resize of role "${role}" from ${fromWidth} to ${width} ranks requested; waiting for the agent`,
+        message: `resize of role "${role}" from ${fromWidth} to ${width} ranks ${retryOf ? `requested again after ${retryOf}` : "requested"}; waiting for the agent`,
         progress: null,
         result: null,
         error: null,
@@ -81,14 +114,12 @@ export async function resizeDeploymentRole({
         finishedAt: null,
         createdAt: now,
         updatedAt: now,
-      });
-      if (!operation) {
-        const active = await findActiveOperation(tx, { deploymentId: updated.id, kind: "resize", role });
-        throw resizeInFlight(role, active ?? { id: "unknown", phase: "Pending" });
-      }
-    },
   });
-  return toOperation(operation!);
+  if (!operation) {
+    const active = await findActiveOperation(tx, { deploymentId, kind: "resize", role });
+    throw resizeInFlight(role, active ?? { id: "unknown", phase: "Pending" });
+  }
+  return operation;
 }
 
 function resizeInFlight(role: string, active: { id: string; phase: string }): Conflict {
