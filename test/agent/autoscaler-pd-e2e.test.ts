@@ -145,11 +145,11 @@ describe("the autoscaler keeps the prefill:decode ratio end to end", () => {
     expect(Math.max(...samples.map((s) => s.prefill))).toBeGreaterThanOrEqual(2);
     expect(samples.every((s) => s.prefill >= 1 && s.prefill <= 3 && s.decode >= 1 && s.decode <= 4)).toBe(true);
 
-    // The applied prefill scale-up explains itself by the ratio: its own queue was empty. (An
-    // applied event's reason is the recommendation's; the ratio shows in its message.)
+    // The applied prefill scale-up explains itself by the ratio, as a shadow event would: its own
+    // queue was empty, so its reason is what moved it (PdRatio), and the message says how.
     const events = (await call("GET", `/v1/deployments/${id}/scaling-events`)).body.items as ScaledEvent[];
     const prefillUp = events.find((e) => e.data.role === "prefill" && e.data.to > e.data.from)?.data;
-    expect(prefillUp).toMatchObject({ mode: "active", from: 1, to: 2, actor: { kind: "autoscaler" } });
+    expect(prefillUp).toMatchObject({ mode: "active", from: 1, to: 2, reason: "PdRatio", actor: { kind: "autoscaler" } });
     expect(prefillUp?.message).toContain("prefill:decode kept within [0.5, 2]: 1 → 2");
     const decodeUp = events.find((e) => e.data.role === "decode" && e.data.to > e.data.from)?.data;
     expect(decodeUp).toMatchObject({ mode: "active", reason: "QueueDepth", actor: { kind: "autoscaler" } });

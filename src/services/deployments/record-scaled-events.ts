@@ -32,7 +32,9 @@ export async function recordAutoscalerChanges(
         from,
         to: role.replicas,
         mode: "active",
-        reason: recommendation?.reason ?? "Unexplained",
+        // As a shadow event says it: what held the recommendation back, when something did
+        // (e.g. PdRatio pulled a role along), else why it was recommended.
+        reason: recommendation ? (recommendation.limitedBy ?? recommendation.reason) : "Unexplained",
         ...(recommendation?.message !== undefined
           ? { message: recommendation.message }
           : !recommendation && { message: "replicas set by the autoscaler; status.scaling held no recommendation for this value" }),
