@@ -161,7 +161,9 @@ export class Upstreams {
       if (result.type === "ok") return { leg: result.leg };
       previous = { endpoint, reason: result.reason };
       if (result.leg !== undefined) heldBack = result.leg;
-      else failure = { kind: "bad-gateway", detail: `No ${spec.role} endpoint could be reached (last: ${endpoint.id}: ${result.detail}).` };
+      else if (result.reason === "scaling") {
+        failure = { kind: "unavailable", detail: `No ${spec.role} endpoint could take the request: ${result.detail}.`, headers: { "retry-after": "5" } };
+      } else failure = { kind: "bad-gateway", detail: `No ${spec.role} endpoint could be reached (last: ${endpoint.id}: ${result.detail}).` };
     }
     if (heldBack !== undefined) return { leg: heldBack };
     return {
@@ -227,13 +229,18 @@ export class Upstreams {
         if (leg.status === 503 && body.complete && config.scalingRetryMs > 0 && isScalingAnswer(body.chunks)) {
           const now = performance.now();
           scalingUntil ??= now + config.scalingRetryMs;
+          metrics.upstreamError(endpoint.id, "scaling", 503);
           if (now + delay <= scalingUntil && registry.contains(endpoint)) {
-            metrics.upstreamError(endpoint.id, "scaling", 503);
             unregister(); // the answer is complete: the socket is back in the pool
             await scope.sleep(delay);
             delay = Math.min(delay * 2, SCALING_MAX_DELAY_MS);
             continue;
           }
+          // Still resizing at the end of the bounded wait: the router's own 503 with Retry-After
+          // (unless another endpoint serves it), not the engine's bare answer.
+          leg.release();
+          const waited = Math.round((config.scalingRetryMs - (scalingUntil - now)) / 1000);
+          return { type: "retryable", reason: "scaling", detail: `${endpoint.id} was still resizing after ${waited} s` };
         }
         metrics.upstreamError(endpoint.id, "status_5xx", leg.status);
         return { type: "retryable", reason: "status_5xx", leg, detail: `HTTP ${leg.status}` };

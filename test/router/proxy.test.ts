@@ -291,7 +291,7 @@ describe("retries", () => {
     expect(await r.metrics()).toMatch(/berth_router_upstream_errors_total\{endpoint="resizing",reason="scaling",status="503"\} 2/);
   });
 
-  it("bounds the elastic-resize wait, then passes the 503 on", async () => {
+  it("bounds the elastic-resize wait, then answers its own 503 problem with Retry-After", async () => {
     const resizing = await engine("resizing", { behaviour: SCALING_ANSWER });
     const r = await router(["--scaling-retry-timeout", "0.6"]);
     await r.put(servers(resizing));
@@ -299,7 +299,9 @@ describe("retries", () => {
     const response = await r.chat(chatBody("x"));
     const elapsed = Date.now() - started;
     expect(response.status).toBe(503);
-    expect(await response.json()).toEqual({ error: "The model is currently scaling. Please try again later." });
+    expect(response.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(response.headers.get("retry-after")).toBe("5");
+    expect((await response.json()).detail).toMatch(/resizing was still resizing after \d+ s/);
     expect(elapsed).toBeGreaterThanOrEqual(250);
     expect(elapsed).toBeLessThan(2_000);
     expect(resizing.completions().length).toBeGreaterThanOrEqual(2);
