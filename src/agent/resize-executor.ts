@@ -392,7 +392,7 @@ export function createResizeExecutor({
     if (!instance) return beginNext(op, record, instances, to);
     const leader = instance.leader;
     if (!leader?.status?.podIP) {
-      holding.set(pass.deploymentId, { reason: "LeaderNotRunning", message: `${op.role} r${instance.replica}: waiting for the leader pod` });
+      await hold(op, { reason: "LeaderNotRunning", message: `${op.role} r${instance.replica}: waiting for the leader pod` });
       return later(pass.deploymentId, config.tickMs * 2);
     }
     const url = leaderUrl(pass, leader);
@@ -410,7 +410,7 @@ export function createResizeExecutor({
         const pods = wanted.map((rank) => instance.ranks.get(rank)).filter((p): p is V1Pod => p !== undefined);
         const problem = pods.map((p) => podProblem(p)).find((p) => p !== undefined);
         if (problem) {
-          holding.set(pass.deploymentId, problem);
+          await hold(op, problem);
           return later(pass.deploymentId, config.tickMs * 2);
         }
         const scheduled = pods.filter((p) => p.spec?.nodeName).length;
@@ -443,13 +443,13 @@ export function createResizeExecutor({
           }
           const wait = Date.parse(last.retryAt ?? "") - now();
           if (wait > 0) {
-            holding.set(pass.deploymentId, { reason: "ScaleRefused", message: `${where}: the engine answered ${last.status}; try ${calls.length + 1} of ${config.retry.tries} in ${Math.ceil(wait / 1000)} s` });
+            await hold(op, { reason: "ScaleRefused", message: `${where}: the engine answered ${last.status}; try ${calls.length + 1} of ${config.retry.tries} at ${last.retryAt}` });
             return later(pass.deploymentId, Math.min(wait, 60_000));
           }
         }
         if ((await isScaling(url)) !== false) {
           // Another resize is under way, or the leader cannot say: a call now would be refused or lost.
-          holding.set(pass.deploymentId, { reason: "EngineBusy", message: `${where}: the engine is scaling or unreachable; waiting before the call` });
+          await hold(op, { reason: "EngineBusy", message: `${where}: the engine is scaling or unreachable; waiting before the call` });
           return later(pass.deploymentId, config.tickMs * 2);
         }
         const call: ScaleCall = { replica: instance.replica, size: to, sentAt: new Date(now()).toISOString() };
@@ -487,7 +487,7 @@ export function createResizeExecutor({
             const settled = await settleAfterFailure(pass, instance);
             return finish(op, { phase: "Failed", reason: "WidthNotProven", message: `${where}: ${proof.why}; ${settled}`, record });
           }
-          holding.set(pass.deploymentId, { reason: "Verifying", message: `${where}: ${proof.why}` });
+          await hold(op, { reason: "Verifying", message: `${where}: ${proof.why}` });
           return later(pass.deploymentId);
         }
         await annotateWidth(leader, to);
@@ -512,7 +512,7 @@ export function createResizeExecutor({
           const hash = endpointsHash(buildEndpointsBody(pass.render, pass.observed.pods));
           const { acked, ready } = routersAcknowledged(pass.observed.routerPods, acks, hash);
           if (acked < ready) {
-            holding.set(pass.deploymentId, { reason: "UpdatingRouter", message: `${where}: ${acked}/${ready} router pods hold the new width` });
+            await hold(op, { reason: "UpdatingRouter", message: `${where}: ${acked}/${ready} router pods hold the new width` });
             return later(pass.deploymentId);
           }
         }
@@ -522,6 +522,16 @@ export function createResizeExecutor({
       default:
         return beginNext(op, { ...record, replica: undefined }, instances, to);
     }
+  }
+
+  /**
+   * What holds the operation: shown by the Resizing condition, and written into the operation's
+   * message (only when it changes) so `GET /v1/operations/{id}` says why it waits.
+   */
+  async function hold(op: Operation, why: { reason: string; message: string }): Promise<void> {
+    holding.set(op.deploymentId, why);
+    const message = `${why.reason}: ${why.message}`;
+    if (op.message !== message) await patch(op, { message });
   }
 
   /** Starts on the next instance whose engine is not at `to`, or ends the operation when none is left. */

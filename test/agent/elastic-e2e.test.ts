@@ -279,7 +279,12 @@ describe("elastic EP resize on the simulated cluster", () => {
     }, 60_000);
     expect(held.status.phase).toBe("Ready");
     expect(held.status.roles[0].ranks).toMatchObject({ declared: 4, serving: 2 });
-    expect((await world.call("GET", `/v1/operations/${op.id}`)).body).toMatchObject({ phase: "Running", step: "AdmittingPods" });
+    const holding = await eventually("the operation says why it waits", async () => {
+      const { body } = await world.call("GET", `/v1/operations/${op.id}`);
+      return body.message.startsWith("InsufficientGPU") ? body : undefined;
+    });
+    expect(holding).toMatchObject({ phase: "Running", step: "AdmittingPods" });
+    expect(holding.message).toMatch(/tight-ep-r0-m3 needs 1 GPU \(nvidia-h100-80gb\)/);
     const pods = await rankPods(id);
     expect(pods[0]!.metadata!.uid).toBe(leaderUid);
     expect(await engineRanks(pods[0]!)).toEqual([0, 1]);
