@@ -23,7 +23,7 @@ import { type AgentApi, ApiError } from "./api-client.ts";
 import { applyAction } from "./apply.ts";
 import { type ElasticInstance, elasticInstances, isWidth, RESIZE_RETRY, ranksFromMetrics, retryDelayMs, type RetrySchedule } from "./elastic.ts";
 import type { Kube } from "./kube.ts";
-import { listActiveOperations } from "./resume-operations.ts";
+import { resumeOperations } from "./resume-operations.ts";
 import { isPodReady, isTerminating } from "./plan.ts";
 import type { Logger } from "./agent.ts";
 import type { RetirementPass } from "./retirement-executor.ts";
@@ -586,12 +586,8 @@ export function createResizeExecutor({
 
   return {
     async resume() {
-      const ops = await listActiveOperations(api, "resize", { signal, stopped: () => stopped, warn: logger.warn.bind(logger) });
-      if (!ops) return;
-      for (const op of ops) if (!active.has(op.deploymentId)) active.set(op.deploymentId, op);
-      resumed = true;
-      if (ops.length > 0) logger.info("resizes resumed", { operations: ops.map((op) => op.id) });
-      for (const op of ops) wake(op.deploymentId);
+      // New work only once the recorded work is known (else a second operation could start).
+      resumed = await resumeOperations(api, "resize", { signal, stopped: () => stopped, logger, active, wake });
     },
 
     async prepare(pass) {

@@ -10,7 +10,7 @@ import type { Operation } from "../domain/operations.ts";
 import { type AgentApi, ApiError } from "./api-client.ts";
 import { applyAction } from "./apply.ts";
 import type { Kube } from "./kube.ts";
-import { listActiveOperations } from "./resume-operations.ts";
+import { resumeOperations } from "./resume-operations.ts";
 import type { Observed } from "./observe.ts";
 import { type RetirementCandidate, roleOf } from "./plan.ts";
 import {
@@ -331,12 +331,8 @@ export function createRetirementExecutor({
 
   return {
     async resume() {
-      const ops = await listActiveOperations(api, "retire", { signal, stopped: () => stopped, warn: logger.warn.bind(logger) });
-      if (!ops) return;
-      for (const op of ops) if (!active.has(op.deploymentId)) active.set(op.deploymentId, op);
-      resumed = true;
-      if (ops.length > 0) logger.info("retirements resumed", { operations: ops.map((op) => op.id) });
-      for (const op of ops) wake(op.deploymentId);
+      // New work only once the recorded work is known (else a second operation could start).
+      resumed = await resumeOperations(api, "retire", { signal, stopped: () => stopped, logger, active, wake });
     },
 
     async prepare(pass, candidates) {
