@@ -72,8 +72,10 @@ function probes(plan: EnginePlan, engine: DeploymentSpec["engine"]["name"]): Pic
   const tcp = plan.steadyProbe === "tcp";
   const connect = (rest: V1Probe): V1Probe => ({ tcpSocket: { port: "http" }, timeoutSeconds: 5, ...rest });
   return {
-    // Weights download and load, CUDA graphs compile: allow 30 minutes before liveness takes over.
-    startupProbe: health({ periodSeconds: 10, failureThreshold: 180 }),
+    // Weights download and load, CUDA graphs compile: allow 30 minutes before liveness takes over,
+    // polled every 2 s: a new replica is on the autoscaler's critical path, and a 10 s period
+    // would add 5 s on average between the engine answering and the replica taking traffic.
+    startupProbe: health({ periodSeconds: 2, failureThreshold: 900 }),
     readinessProbe: (tcp ? connect : health)({ periodSeconds: 10, failureThreshold: 3, successThreshold: 1 }),
     livenessProbe: tcp ? connect({ periodSeconds: 30, failureThreshold: 3 }) : health({ periodSeconds: 30, failureThreshold: engine === "sglang" ? 5 : 3 }),
   };

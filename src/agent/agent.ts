@@ -51,6 +51,13 @@ export interface AgentConfig {
   backoffCapMs: number;
   /** Elastic resizes: retry schedule and timeouts (tests shorten them). */
   resize?: Partial<ResizeConfig>;
+  /**
+   * How many times faster than the wall clock the engines' time runs: 1 for real engines. A
+   * time-compressed simulation (bench:scaling runs simulated engines 15× fast and reports their
+   * latencies in model time) sets its factor, so that metric reads are timestamped in engine time
+   * and rates come out per engine second: a rate times a latency is then a concurrency.
+   */
+  metricsTimeScale?: number;
 }
 
 export const DEFAULT_AGENT_CONFIG: AgentConfig = {
@@ -65,6 +72,12 @@ export const DEFAULT_AGENT_CONFIG: AgentConfig = {
   backoffBaseMs: 500,
   backoffCapMs: 60_000,
 };
+
+/** Milliseconds that run `scale` times faster than the wall clock from now on. */
+function scaledClock(scale: number): () => number {
+  const origin = Date.now();
+  return () => origin + (Date.now() - origin) * scale;
+}
 
 export interface Logger {
   info(msg: string, data?: object): void;
@@ -188,6 +201,7 @@ export function createAgent({
       }),
     routerImage: config.routerImage,
     logger,
+    ...(config.metricsTimeScale !== undefined && config.metricsTimeScale !== 1 && { metricsClock: scaledClock(config.metricsTimeScale) }),
   });
 
   const stateOf = (key: string) => {

@@ -51,6 +51,8 @@ export interface AutoscalerDeps {
   logger: { info(msg: string, data?: object): void; warn(msg: string, data?: object): void };
   /** Per read of one engine or router pod. */
   readTimeoutMs?: number;
+  /** Timestamps of engine reads (ms): the wall clock unless engine time runs faster (AgentConfig.metricsTimeScale). */
+  metricsClock?: () => number;
 }
 
 interface Memory {
@@ -112,7 +114,8 @@ export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
     const timeoutMs = deps.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
 
     // Signals: every ready engine pod, interval values against this deployment's previous reads.
-    const scraped = await scrapePods(enginePodsToRead(spec, observed.pods, options.enginePort), memory.samples, { timeoutMs });
+    const metricsNow = deps.metricsClock ?? Date.now;
+    const scraped = await scrapePods(enginePodsToRead(spec, observed.pods, options.enginePort), memory.samples, { timeoutMs, now: metricsNow });
     memory.samples = scraped.samples;
     let held: number | undefined;
     let heldAt: string | undefined;
@@ -131,7 +134,7 @@ export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
     }
     const at = Date.now();
     const now = new Date(at).toISOString();
-    const roles = aggregateRoles({ roles: spec.roles.map((role) => role.name), intervals: scraped.intervals, failures: scraped.failures, ...(extra && { extra }), now: at });
+    const roles = aggregateRoles({ roles: spec.roles.map((role) => role.name), intervals: scraped.intervals, failures: scraped.failures, ...(extra && { extra }), now: metricsNow() });
     try {
       await deps.api.putMetrics(deployment.id, { observedAt: now, roles }, abort.signal);
     } catch (error) {

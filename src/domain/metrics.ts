@@ -18,6 +18,12 @@ export const MetricSignal = strictObject({
   value: z.number().finite().describe("The role's aggregate (a sum for counts, a mean for ratios, a quantile over the pooled histogram for latencies); absent when no pod reported it.").optional(),
   unit: z.string().min(1).max(32).describe("e.g. `requests`, `ratio`, `ms`, `tokens/s`."),
   podCount: z.number().int().min(0).max(1_000_000).describe("How many pods the value aggregates."),
+  samples: z
+    .number()
+    .int()
+    .min(0)
+    .describe("For an interval mean: the observations it averages (requests for `ttft_mean` and `queue_time_mean`, tokens for `itl_mean`).")
+    .optional(),
   observedAt: z.iso.datetime({ offset: true }).describe("When the newest sample in the value was read."),
 }).meta({ id: "MetricSignal" });
 export type MetricSignal = z.infer<typeof MetricSignal>;

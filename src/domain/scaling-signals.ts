@@ -4,13 +4,13 @@
 import type { DeploymentSpec } from "./deployment-spec.ts";
 
 /** Names of the per-role signals, as listed in `RoleSignals.missing` and reported in `signals`. */
-export const SIGNAL_NAMES = ["running", "waiting", "ttftMs", "itlMs", "requestsPerSecond", "inputTokens", "outputTokens"] as const;
+export const SIGNAL_NAMES = ["running", "waiting", "ttftMs", "itlMs", "queueTimeMs", "requestsPerSecond", "inputTokens", "outputTokens"] as const;
 export type SignalName = (typeof SIGNAL_NAMES)[number];
 
 /**
  * One role's engine metrics aggregated over the last interval.
  * - `running`, `waiting`: gauges summed over the role's ready pods at `observedAt`.
- * - `ttftMs`, `itlMs`, `inputTokens`, `outputTokens`: interval means from histogram deltas; absent
+ * - `ttftMs`, `itlMs`, `queueTimeMs`, `inputTokens`, `outputTokens`: interval means from histogram deltas; absent
  *   (and not in `missing`) when no request finished in the interval: no sample, not a failed read.
  * - `requestsPerSecond`: requests finished per second over the interval.
  * - `podCount`: ready pods whose gauges were summed.
@@ -22,9 +22,13 @@ export interface RoleSignals {
   waiting?: number;
   ttftMs?: number;
   itlMs?: number;
+  /** Mean time the interval's requests waited for a batch slot (part of their TTFT). */
+  queueTimeMs?: number;
   requestsPerSecond?: number;
   inputTokens?: number;
   outputTokens?: number;
+  /** First tokens the TTFT mean averages: the interval's requests, counted (not a rate × a nominal interval). */
+  firstTokens?: number;
   podCount: number;
   /** ISO 8601 time of the read. */
   observedAt: string;
@@ -137,6 +141,10 @@ export interface RoleScalingState {
   lastDesired?: number;
   /** The last observed workload means, used while an interval has no finished request. */
   workload?: { inputTokens: number; outputTokens: number };
+  /** The last applied sla correction factors, used while an interval cannot measure one. */
+  corrections?: { ttft?: number; itl?: number };
+  /** Σ(running + waiting) at the last read (ISO 8601 time): its growth to the next read counts as arrivals. */
+  inEngines?: { at: string; requests: number };
 }
 
 export interface ScalingState {
@@ -156,13 +164,14 @@ export const REPORT_SIGNAL_NAMES: Readonly<Record<string, SignalName>> = {
   requests_waiting: "waiting",
   ttft_mean: "ttftMs",
   itl_mean: "itlMs",
+  queue_time_mean: "queueTimeMs",
   requests_per_second: "requestsPerSecond",
   prompt_tokens_per_request: "inputTokens",
   generation_tokens_per_request: "outputTokens",
 };
 
 export interface ReportedRole {
-  signals: readonly { name: string; value?: number; podCount: number; observedAt: string }[];
+  signals: readonly { name: string; value?: number; podCount: number; samples?: number; observedAt: string }[];
   missing: readonly { name: string; pod?: string; reason: string }[];
 }
 
@@ -181,6 +190,7 @@ export function roleSignalsFromReport(report: ReportedRole, fallbackObservedAt: 
     if (!name) continue;
     if (s.value !== undefined) out[name] = s.value;
     if (name === "running") out.podCount = s.podCount;
+    if (name === "ttftMs" && s.samples !== undefined) out.firstTokens = s.samples;
     if (s.observedAt > latest) latest = s.observedAt;
   }
   for (const m of report.missing) {

@@ -26,6 +26,13 @@ import type { Workload } from "./serving-estimate.ts";
 
 export * from "./scaling-signals.ts";
 
+/**
+ * sla's tolerance band, HPA's default: while the load needs within ±10% of the current replicas
+ * nothing changes. Arrival counts over one interval are Poisson-noisy (±15% at 3 requests/s over
+ * 15 s), and a replica added on noise is held for the whole scale-down stabilization window.
+ */
+export const SLA_TOLERANCE = 0.1;
+
 /** Workload assumed until a request has finished (the deployment-request defaults). */
 export const DEFAULT_SCALING_WORKLOAD: Readonly<Workload> = { inputTokens: 4000, outputTokens: 1000 };
 
@@ -34,6 +41,7 @@ const UNITS: Record<SignalName, string> = {
   waiting: "requests",
   ttftMs: "ms",
   itlMs: "ms",
+  queueTimeMs: "ms",
   requestsPerSecond: "requests/s",
   inputTokens: "tokens",
   outputTokens: "tokens",
@@ -63,6 +71,23 @@ interface Recommendation {
   message: string;
   signals: SignalUsed[];
   workload?: Workload;
+  /** sla: the correction factors in use, carried to intervals that cannot measure them. */
+  corrections?: { ttft?: number; itl?: number };
+  /** sla: the requests in the engines now, for the next interval's arrival rate. */
+  inEngines?: { at: string; requests: number };
+}
+
+/**
+ * Requests arriving per second since `previous` (the last evaluation's count; the state drops it
+ * when an evaluation has none): those that finished plus the growth of those in the engines.
+ * Undefined without a previous count, or with one not older than this.
+ */
+export function arrivalsPerSecond(finishedPerSecond: number, now: { at: string; requests: number }, previous: { at: string; requests: number } | undefined): number | undefined {
+  if (!previous) return undefined;
+  const seconds = (Date.parse(now.at) - Date.parse(previous.at)) / 1000;
+  if (!(seconds > 0)) return undefined;
+  // A pod lost with its requests shrinks the count without finishing them: never below 0.
+  return Math.max(0, finishedPerSecond + (now.requests - previous.requests) / seconds);
 }
 
 function recommendRole(role: Role, current: number, input: ScalingInput, previous: RoleScalingState | undefined): Recommendation {
@@ -81,7 +106,9 @@ function recommendRole(role: Role, current: number, input: ScalingInput, previou
   const missing = needed.filter((n) => s.missing.includes(n) || (ALWAYS_PRESENT.has(n) && s[n] === undefined));
   if (missing.length > 0) return { reason: "MetricsMissing", message: `could not read ${missing.join(", ")} for role ${role.name}; no decision this interval`, signals: [] };
   if (s.podCount === 0) return { reason: "MetricsMissing", message: `role ${role.name} has ${current} replicas but no ready pod to read; no decision this interval`, signals: [] };
-  const signals: SignalUsed[] = needed.flatMap((n) => (s[n] === undefined ? [] : [{ name: n, value: s[n]!, unit: UNITS[n], observedAt: s.observedAt }]));
+  // Optional reads: used when there, reported with the rest.
+  const optional: SignalName[] = scaling.algorithm.type === "sla" && role.kind !== "prefill" && !s.missing.includes("queueTimeMs") ? ["queueTimeMs"] : [];
+  const signals: SignalUsed[] = [...needed, ...optional].flatMap((n) => (s[n] === undefined ? [] : [{ name: n, value: s[n]!, unit: UNITS[n], observedAt: s.observedAt }]));
   const running = s.running ?? 0;
   const waiting = s.waiting ?? 0;
 
@@ -100,21 +127,39 @@ function recommendRole(role: Role, current: number, input: ScalingInput, previou
   const shape = roleShape(input.spec.model.name, input.spec.engine.name, role);
   const ranks = servingRanks(shape, s.podCount);
   const rate = s.requestsPerSecond ?? 0;
-  const samples = Math.round(rate * scaling.intervalSeconds);
+  // Requests behind the latency means; older reports without the count: the rate over a nominal interval.
+  const samples = s.firstTokens ?? Math.round(rate * scaling.intervalSeconds);
   const demand = running + waiting;
+  const inEngines = { at: s.observedAt, requests: demand };
+  const queueTimeMs = optional.includes("queueTimeMs") ? s.queueTimeMs : undefined;
   const observed = {
     ...(s.ttftMs !== undefined && { ttftMs: s.ttftMs }),
     ...(s.itlMs !== undefined && { itlMs: s.itlMs }),
-    ...(ranks > 0 && { concurrencyPerRank: demand / ranks }),
+    ...(queueTimeMs !== undefined && { queueTimeMs }),
+    // Latencies are those of the batch the engines ran: waiting requests neither decode nor prefill.
+    ...(ranks > 0 && { concurrencyPerRank: running / ranks }),
+    waiting,
     samples,
+    ...(previous?.corrections && { carried: previous.corrections }),
   };
+  const arrivals = arrivalsPerSecond(rate, inEngines, previous?.inEngines);
   const r =
     role.kind === "prefill"
       ? recommendSlaPrefill(shape, workload, rate, { ...observed, ranks }, algorithm.ttftMs)
       : role.kind === "decode"
         ? recommendSlaDecode(shape, workload, demand, observed, algorithm.itlMs)
-        : recommendSlaAggregated(shape, workload, demand, observed, algorithm);
-  return { recommended: r.replicas, reason: r.reason, message: r.message, signals, workload };
+        : recommendSlaAggregated(shape, workload, { inEngines: demand, ...(arrivals !== undefined && { arrivalsPerSecond: arrivals }) }, observed, algorithm);
+  const ratio = r.needed / current;
+  const within = r.reason === "SlaCapacity" && r.replicas !== current && Math.abs(ratio - 1) <= SLA_TOLERANCE + 1e-9;
+  const corrections = {
+    ...(r.ttftCorrection?.applied && { ttft: r.ttftCorrection.factor }),
+    ...(r.itlCorrection?.applied && { itl: r.itlCorrection.factor }),
+  };
+  if (within) {
+    const message = `${r.message}; ${round2(r.needed)} replicas' worth is within ${SLA_TOLERANCE * 100}% of ${current}, keeping ${current}`;
+    return { recommended: current, reason: "WithinTolerance", message, signals, workload, corrections, inEngines };
+  }
+  return { recommended: r.replicas, reason: r.reason, message: r.message, signals, workload, corrections, inEngines };
 }
 
 interface Working {
@@ -301,7 +346,16 @@ export function decideScaling(input: ScalingInput, state: ScalingState = emptySc
   for (const w of working) {
     const base = w.state ?? (w.rec.recommended === undefined ? undefined : { since: input.now, history: [] });
     if (!base) continue;
-    next.roles[w.role.name] = { ...base, lastDesired: w.desired, ...((w.rec.workload ?? base.workload) && { workload: w.rec.workload ?? base.workload }) };
+    const corrections = w.rec.corrections ?? base.corrections;
+    // A count is only good for the next interval's growth: an evaluation without one drops it.
+    const { inEngines: _stale, ...kept } = base;
+    next.roles[w.role.name] = {
+      ...kept,
+      lastDesired: w.desired,
+      ...((w.rec.workload ?? base.workload) && { workload: w.rec.workload ?? base.workload }),
+      ...(corrections && { corrections }),
+      ...(w.rec.inEngines && { inEngines: w.rec.inEngines }),
+    };
   }
   return { decision: { mode, evaluatedAt: input.now, roles, actions, condition, events }, state: next };
 }
@@ -319,4 +373,8 @@ function scalingCondition(mode: "shadow" | "active", working: readonly Working[]
   }
   const note = missing.length > 0 ? `; no decision for ${missing.map((w) => w.role.name).join(", ")} (metrics missing)` : "";
   return { type: "Scaling", status: "False", reason: "Steady", message: `every role at its target${note}` };
+}
+
+function round2(x: number): number {
+  return Number(x.toFixed(2));
 }

@@ -40,6 +40,8 @@ const VLLM_REQUEST_BUCKETS = [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10, 15, 20
 const SGLANG_TTFT_BUCKETS = [0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400];
 const SGLANG_ITL_BUCKETS = [0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8];
 const SGLANG_E2E_BUCKETS = [0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400];
+// sglang:queue_time_seconds (SchedulerMetricsCollector).
+const SGLANG_QUEUE_BUCKETS = [0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000];
 
 export interface MetricsOptions {
   modelName: string;
@@ -50,6 +52,19 @@ export interface MetricsOptions {
   gpuMemoryUtilization: number;
   prefixCaching: boolean;
   kvConnector: boolean;
+  /** vLLM's token histograms have buckets 1, 2, 5, 10, 20, 50, … up to the context length. */
+  maxModelLen: number;
+}
+
+/** vLLM's build_1_2_5_buckets(max): 1, 2, 5, 10, 20, 50, … while ≤ max. */
+function buckets125(max: number): number[] {
+  const out: number[] = [];
+  for (let exponent = 1; ; exponent *= 10) {
+    for (const mantissa of [1, 2, 5]) {
+      if (mantissa * exponent > max) return out;
+      out.push(mantissa * exponent);
+    }
+  }
 }
 
 type VllmSeries = ReturnType<typeof createVllmSeries>;
@@ -103,6 +118,8 @@ function createVllmSeries(registry: Registry, options: MetricsOptions) {
     tpot: histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", VLLM_ITL_BUCKETS),
     e2e: histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", VLLM_REQUEST_BUCKETS),
     queue: histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", VLLM_REQUEST_BUCKETS),
+    requestPromptTokens: histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", buckets125(options.maxModelLen)),
+    requestGenerationTokens: histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", buckets125(options.maxModelLen)),
     cacheConfig: new Gauge({
       name: "vllm:cache_config_info",
       help: "Information of the LLMEngine CacheConfig",
@@ -130,7 +147,7 @@ class VllmMetrics implements EngineMetrics {
       for (const counter of [series.prefixQueries, series.prefixHits, series.preemptions, series.promptTokens, series.generationTokens, series.externalQueries, series.externalHits]) {
         counter?.labels(labels).inc(0);
       }
-      for (const histogram of [series.ttft, series.itl, series.tpot, series.e2e, series.queue]) histogram.zero(labels);
+      for (const histogram of [series.ttft, series.itl, series.tpot, series.e2e, series.queue, series.requestPromptTokens, series.requestGenerationTokens]) histogram.zero(labels);
       series.cacheConfig.set(
         {
           block_size: String(this.options.blockSize),
@@ -184,6 +201,8 @@ class VllmMetrics implements EngineMetrics {
     this.series.success.inc({ ...labels, finished_reason: record.reason }, 1);
     this.series.e2e.observe(labels, record.e2eSeconds);
     this.series.queue.observe(labels, record.queueSeconds);
+    this.series.requestPromptTokens.observe(labels, record.promptTokens);
+    this.series.requestGenerationTokens.observe(labels, record.generationTokens);
     if (record.generationTokens > 1) {
       this.series.tpot.observe(labels, record.e2eSeconds / record.generationTokens);
     }
@@ -263,6 +282,8 @@ function createSglangSeries(registry: Registry, options: SglangMetricsOptions) {
     ttft: histogram("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", SGLANG_TTFT_BUCKETS),
     itl: histogram("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", SGLANG_ITL_BUCKETS),
     e2e: histogram("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", SGLANG_E2E_BUCKETS),
+    // A scheduler metric (per DP rank), unlike the tokenizer's latency histograms above.
+    queue: new Histogram({ name: "sglang:queue_time_seconds", help: "Histogram of queueing time in seconds.", labelNames: schedulerLabels, buckets: SGLANG_QUEUE_BUCKETS, registers }),
   };
 }
 
@@ -284,6 +305,7 @@ class SglangMetrics implements EngineMetrics {
     const labels = series.tokenizerLabels;
     for (const counter of [series.promptTokens, series.generationTokens, series.cachedTokens, series.requests, series.aborted]) counter.labels(labels).inc(0);
     for (const histogram of [series.ttft, series.itl, series.e2e]) histogram.zero(labels);
+    for (const rank of this.options.ranks) series.queue.zero(series.schedulerLabelValues(rank));
     if (this.options.mode !== "null") {
       for (const rank of this.options.ranks) {
         series.bootstrapFailed.labels(series.schedulerLabelValues(rank)).inc(0);
@@ -321,6 +343,7 @@ class SglangMetrics implements EngineMetrics {
     if (record.cachedTokens > 0) this.series.cachedTokens.inc(labels, record.cachedTokens);
     this.series.requests.inc(labels, 1);
     this.series.e2e.observe(labels, record.e2eSeconds);
+    this.series.queue.observe(this.series.schedulerLabelValues(record.rank), record.queueSeconds);
   }
 
   externalKvLookup(): void {}

@@ -165,6 +165,7 @@ export function createSimRuntime(command: SimCommand, env: Readonly<Record<strin
     gpuMemoryUtilization: args.gpuMemoryUtilization,
     prefixCaching: args.prefixCaching,
     kvConnector: Boolean(args.kvTransfer?.kv_connector),
+    maxModelLen,
   };
   const metrics =
     args.flavour === "vllm"

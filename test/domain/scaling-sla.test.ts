@@ -45,7 +45,7 @@ function scanAggregated(shape: RoleShape, w: Workload, ttftMs: number, itlMs: nu
   return best;
 }
 
-describe("aggregated: ⌈Σ(running + waiting) ÷ (c* × ranks)⌉, c* the most concurrency meeting both targets", () => {
+describe("aggregated, first interval (no arrival rate yet): ⌈Σ(running + waiting) ÷ (c* × ranks)⌉, c* the most concurrency meeting both targets", () => {
   const shape = shapeOf();
 
   it.each([
@@ -58,28 +58,28 @@ describe("aggregated: ⌈Σ(running + waiting) ÷ (c* × ranks)⌉, c* the most 
   ])("%d requests, TTFT %d ms, ITL %d ms", (demand, ttftMs, itlMs) => {
     const cStar = scanAggregated(shape, W, ttftMs, itlMs);
     expect(cStar).toBeGreaterThan(0);
-    const r = recommendSlaAggregated(shape, W, demand, { samples: 0 }, { ttftMs, itlMs });
+    const r = recommendSlaAggregated(shape, W, { inEngines: demand }, { samples: 0 }, { ttftMs, itlMs });
     expect(r.capacityPerReplica).toBe(cStar);
     expect(r.replicas).toBe(Math.ceil(demand / cStar));
     expect(r.reason).toBe("SlaCapacity");
   });
 
   it("pins the numbers of one case (Qwen3-8B, H100 TP 1, 1000 in / 200 out, 500 ms / 50 ms): 185 per replica, 1000 requests → 6", () => {
-    const r = recommendSlaAggregated(shape, W, 1000, { samples: 0 }, { ttftMs: 500, itlMs: 50 });
+    const r = recommendSlaAggregated(shape, W, { inEngines: 1000 }, { samples: 0 }, { ttftMs: 500, itlMs: 50 });
     expect([r.capacityPerReplica, r.replicas]).toEqual([185, 6]);
   });
 
   it("data-parallel ranks multiply a replica's capacity", () => {
     const dp = shapeOf({ name: "server", resources: { gpus: 2 }, parallelism: { tensor: 1, data: 2 } });
     expect(dp.ranksPerReplica).toBe(2);
-    const one = recommendSlaAggregated(shape, W, 1000, { samples: 0 }, { ttftMs: 500, itlMs: 50 });
-    const two = recommendSlaAggregated(dp, W, 1000, { samples: 0 }, { ttftMs: 500, itlMs: 50 });
+    const one = recommendSlaAggregated(shape, W, { inEngines: 1000 }, { samples: 0 }, { ttftMs: 500, itlMs: 50 });
+    const two = recommendSlaAggregated(dp, W, { inEngines: 1000 }, { samples: 0 }, { ttftMs: 500, itlMs: 50 });
     expect(two.capacityPerReplica).toBe(2 * one.capacityPerReplica);
     expect(two.replicas).toBe(Math.ceil(1000 / (2 * one.capacityPerReplica)));
   });
 
   it("an unreachable SLA sizes at one request per rank and says so", () => {
-    const r = recommendSlaAggregated(shape, W, 40, { samples: 0 }, { ttftMs: 500, itlMs: 1 });
+    const r = recommendSlaAggregated(shape, W, { inEngines: 40 }, { samples: 0 }, { ttftMs: 500, itlMs: 1 });
     expect(r).toMatchObject({ reason: "SlaUnreachable", capacityPerReplica: 1, replicas: 40 });
   });
 });
@@ -100,7 +100,7 @@ describe("the correction: observed ÷ predicted at the observed load (Dynamo's p
   ])("TTFT × %d with %d samples → factor %d", (k, samples, factor) => {
     const c = correctionFactor(predicted.ttftMs * k, predicted.ttftMs, samples);
     expect(c.factor).toBeCloseTo(factor, 9);
-    const r = recommendSlaAggregated(shape, W, 1000, { ttftMs: predicted.ttftMs * k, itlMs: predicted.itlMs, concurrencyPerRank: load, samples }, { ttftMs: 500, itlMs: 50 });
+    const r = recommendSlaAggregated(shape, W, { inEngines: 1000 }, { ttftMs: predicted.ttftMs * k, itlMs: predicted.itlMs, concurrencyPerRank: load, samples }, { ttftMs: 500, itlMs: 50 });
     const cStar = scanAggregated(shape, W, 500, 50, factor, 1);
     expect(r.capacityPerReplica).toBe(cStar);
     expect(r.replicas).toBe(Math.ceil(1000 / cStar));
@@ -108,7 +108,7 @@ describe("the correction: observed ÷ predicted at the observed load (Dynamo's p
 
   it("observed TTFT twice the predicted → about twice the replicas (6 → 12); ten times → clamped to four times", () => {
     const replicas = (k: number) =>
-      recommendSlaAggregated(shape, W, 1000, { ttftMs: predicted.ttftMs * k, itlMs: predicted.itlMs, concurrencyPerRank: load, samples: 100 }, { ttftMs: 500, itlMs: 50 }).replicas;
+      recommendSlaAggregated(shape, W, { inEngines: 1000 }, { ttftMs: predicted.ttftMs * k, itlMs: predicted.itlMs, concurrencyPerRank: load, samples: 100 }, { ttftMs: 500, itlMs: 50 }).replicas;
     expect(replicas(1)).toBe(6);
     expect(replicas(2)).toBe(12);
     expect(replicas(10)).toBe(replicas(4));
@@ -211,7 +211,7 @@ describe("monotonicity", () => {
     for (let demand = 0; demand <= 3000; demand += 25) {
       const perRank = Math.max(1, demand / 4);
       const p = estimateAggregated(shape.perf, W, perRank, shape.limits, "vllm");
-      const r = recommendSlaAggregated(shape, W, demand, { ttftMs: 1.5 * p.ttftMs, itlMs: 1.5 * p.itlMs, concurrencyPerRank: perRank, samples: 100 }, { ttftMs: 500, itlMs: 50 });
+      const r = recommendSlaAggregated(shape, W, { inEngines: demand }, { ttftMs: 1.5 * p.ttftMs, itlMs: 1.5 * p.itlMs, concurrencyPerRank: perRank, samples: 100 }, { ttftMs: 500, itlMs: 50 });
       expect(r.replicas).toBeGreaterThanOrEqual(last);
       last = r.replicas;
     }
@@ -223,7 +223,7 @@ describe("monotonicity", () => {
     for (const itl of [100, 50, 30, 20, 15, 10, 8, 5]) {
       let last = 0;
       for (const ttft of targets) {
-        const r = recommendSlaAggregated(shape, W, 1000, { samples: 0 }, { ttftMs: ttft, itlMs: itl });
+        const r = recommendSlaAggregated(shape, W, { inEngines: 1000 }, { samples: 0 }, { ttftMs: ttft, itlMs: itl });
         expect(r.replicas).toBeGreaterThanOrEqual(last);
         last = r.replicas;
       }
@@ -231,7 +231,7 @@ describe("monotonicity", () => {
     for (const ttft of targets) {
       let last = 0;
       for (const itl of [100, 50, 30, 20, 15, 10, 8, 5]) {
-        const r = recommendSlaAggregated(shape, W, 1000, { samples: 0 }, { ttftMs: ttft, itlMs: itl });
+        const r = recommendSlaAggregated(shape, W, { inEngines: 1000 }, { samples: 0 }, { ttftMs: ttft, itlMs: itl });
         expect(r.replicas).toBeGreaterThanOrEqual(last);
         last = r.replicas;
       }

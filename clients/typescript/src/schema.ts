@@ -2254,6 +2254,8 @@ export interface components {
             unit: string;
             /** @description How many pods the value aggregates. */
             podCount: number;
+            /** @description For an interval mean: the observations it averages (requests for `ttft_mean` and `queue_time_mean`, tokens for `itl_mean`). */
+            samples?: number;
             /**
              * Format: date-time
              * @description When the newest sample in the value was read.

@@ -80,6 +80,13 @@ function aggregateSignal(key: EngineSignalKey, intervals: readonly PodInterval[]
       break;
     case "promptTokensPerRequest":
     case "generationTokensPerRequest": {
+      // The tokens of the requests that finished, when every pod has vLLM's per-request histograms.
+      const histogram = key === "promptTokensPerRequest" ? "requestPromptTokens" : "requestGenerationTokens";
+      if (contributing.every((interval) => interval[histogram] !== undefined)) {
+        const count = total((interval) => interval[histogram]!.count);
+        value = count > 0 ? total((interval) => interval[histogram]!.sum) / count : undefined;
+        break;
+      }
       const tokens = key === "promptTokensPerRequest" ? "promptTokens" : "generationTokens";
       const requests = total((interval) => interval.requests!);
       // Like the latency means: no finished request, no per-request figure.
@@ -87,10 +94,13 @@ function aggregateSignal(key: EngineSignalKey, intervals: readonly PodInterval[]
       break;
     }
     case "ttftMean":
-    case "itlMean": {
-      const field = key === "ttftMean" ? "ttft" : "itl";
+    case "itlMean":
+    case "queueTimeMean": {
+      const field = key === "ttftMean" ? "ttft" : key === "itlMean" ? "itl" : "queueTime";
+      const count = total((interval) => interval[field]!.count);
       // No request in the interval on any pod: there is no mean, which is not a mean of 0.
-      value = meanMs({ sum: total((interval) => interval[field]!.sum), count: total((interval) => interval[field]!.count) });
+      value = meanMs({ sum: total((interval) => interval[field]!.sum), count });
+      signal.samples = count;
       break;
     }
   }

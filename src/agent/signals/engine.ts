@@ -19,6 +19,16 @@ export interface EngineValues {
   kvUsage?: number;
   ttft?: HistogramTotals;
   itl?: HistogramTotals;
+  /** Time in the waiting queue before the first schedule. */
+  queueTime?: HistogramTotals;
+  /**
+   * Tokens of each finished request (vLLM's request_prompt_tokens / request_generation_tokens,
+   * observed when a request finishes). The token counters grow as tokens are computed, so their
+   * ratio to finished requests is off while the load changes: generated tokens of requests still
+   * running count against the requests that finished.
+   */
+  requestPromptTokens?: HistogramTotals;
+  requestGenerationTokens?: HistogramTotals;
   promptTokens?: number;
   generationTokens?: number;
   requestsSucceeded?: number;
@@ -88,6 +98,9 @@ export function readEngineValues(exposition: Exposition, engine: EngineName): En
           kvUsage: vllmKv === undefined ? undefined : mean(exposition, vllmKv),
           ttft: histogram(exposition, "vllm:time_to_first_token_seconds"),
           itl: vllmItl === undefined ? undefined : histogram(exposition, vllmItl),
+          queueTime: histogram(exposition, "vllm:request_queue_time_seconds"),
+          requestPromptTokens: histogram(exposition, "vllm:request_prompt_tokens"),
+          requestGenerationTokens: histogram(exposition, "vllm:request_generation_tokens"),
           promptTokens: sum(exposition, "vllm:prompt_tokens_total"),
           generationTokens: sum(exposition, "vllm:generation_tokens_total"),
           requestsSucceeded: sum(exposition, "vllm:request_success_total", "vllm:request_success_total", vllmSucceeded),
@@ -99,6 +112,7 @@ export function readEngineValues(exposition: Exposition, engine: EngineName): En
           ttft: histogram(exposition, "sglang:time_to_first_token_seconds"),
           // SGLang adds each chunk's interval to _sum and its token count to the buckets: sum/count is per token.
           itl: histogram(exposition, "sglang:inter_token_latency_seconds"),
+          queueTime: histogram(exposition, "sglang:queue_time_seconds"),
           promptTokens: sum(exposition, "sglang:prompt_tokens_total"),
           generationTokens: sum(exposition, "sglang:generation_tokens_total"),
           requestsSucceeded: sum(exposition, "sglang:num_requests_total"),

@@ -1,5 +1,5 @@
 // Two reads of the same engine process → that pod's interval signals (pure). Rates are counter
-// differences over the time between the reads; TTFT/ITL means are histogram Δsum/Δcount, so they
+// differences over the time between the reads; TTFT/ITL/queue-time means are histogram Δsum/Δcount, so they
 // describe exactly the requests of the interval. A restart between the reads (a counter that went
 // down, a new process start time, a new container, other DP ranks) makes the differences
 // meaningless: those values are then missing (`reset`), never negative and never 0.
@@ -35,12 +35,16 @@ export interface PodInterval {
   /** Histogram differences (seconds, observations): means are weighted by `count` across pods. */
   ttft?: HistogramTotals;
   itl?: HistogramTotals;
+  queueTime?: HistogramTotals;
+  /** Tokens of the requests that finished in the interval (Δ of the per-request histograms), when the engine has them. */
+  requestPromptTokens?: HistogramTotals;
+  requestGenerationTokens?: HistogramTotals;
   /** Signals this pod could not give this interval, and why. */
   missing: Array<{ key: EngineSignalKey; reason: MissingReason }>;
 }
 
 const COUNTERS = ["promptTokens", "generationTokens", "requestsSucceeded"] as const;
-const HISTOGRAMS = ["ttft", "itl"] as const;
+const HISTOGRAMS = ["ttft", "itl", "queueTime", "requestPromptTokens", "requestGenerationTokens"] as const;
 
 /** Why `latest` is not the same process as `previous`, or undefined when it is. */
 export function detectReset(previous: EngineSample, latest: EngineSample): ResetCause | undefined {
@@ -111,7 +115,12 @@ export function computeInterval(previous: EngineSample | undefined, latest: Engi
     const reason = missingReason([field, "requestsSucceeded"]);
     if (reason !== undefined) interval.missing.push({ key, reason });
   }
-  for (const [key, field] of [["ttftMean", "ttft"], ["itlMean", "itl"]] as const) {
+  // …and come from the per-request histograms when the engine has them (in both reads).
+  for (const field of ["requestPromptTokens", "requestGenerationTokens"] as const) {
+    if (noInterval !== undefined || values[field] === undefined || previous!.values[field] === undefined) continue;
+    interval[field] = { sum: values[field]!.sum - previous!.values[field]!.sum, count: values[field]!.count - previous!.values[field]!.count };
+  }
+  for (const [key, field] of [["ttftMean", "ttft"], ["itlMean", "itl"], ["queueTimeMean", "queueTime"]] as const) {
     const reason = missingReason([field]);
     if (reason !== undefined) {
       interval.missing.push({ key, reason });

@@ -13,6 +13,8 @@ export const ENGINE_SIGNALS = {
   generationTokensPerRequest: { name: "generation_tokens_per_request", unit: "tokens" },
   ttftMean: { name: "ttft_mean", unit: "ms" },
   itlMean: { name: "itl_mean", unit: "ms" },
+  /** Time requests waited for a batch slot: what more replicas remove, as against the model's own latency. */
+  queueTimeMean: { name: "queue_time_mean", unit: "ms" },
 } as const;
 
 export const ROUTER_SIGNALS = {
@@ -47,6 +49,8 @@ export interface Signal {
   unit: SignalUnit;
   /** Pods (router pods for router signals) whose reads went into the value. */
   podCount: number;
+  /** For an interval mean: the observations it averages. */
+  samples?: number;
   /** ISO 8601: the latest read that went into the value (the aggregation time when none did). */
   observedAt: string;
 }

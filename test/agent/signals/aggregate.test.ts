@@ -20,9 +20,9 @@ const value = (signals: { name: string; value?: number }[], name: string) => sig
 
 describe("aggregateRoles", () => {
   it("sums gauges and rates, averages KV usage, weights TTFT/ITL by each pod's requests", () => {
-    const a = intervalOf(podA, {}, { running: 3, waiting: 2, kvUsage: 0.2, requestsSucceeded: 110, promptTokens: 11_000, ttft: { sum: 10 + 1, count: 110 }, itl: { sum: 20, count: 2000 } });
+    const a = intervalOf(podA, {}, { running: 3, waiting: 2, kvUsage: 0.2, requestsSucceeded: 110, promptTokens: 11_000, ttft: { sum: 10 + 1, count: 110 }, itl: { sum: 20, count: 2000 }, queueTime: { sum: 2 + 0.1, count: 110 } });
     // Pod b served 30 requests at 300 ms: the role mean is (1 + 9) / (10 + 30) s = 250 ms, not (100 + 300) / 2.
-    const b = intervalOf(podB, {}, { running: 1, waiting: 0, kvUsage: 0.6, requestsSucceeded: 130, promptTokens: 13_000, ttft: { sum: 10 + 9, count: 130 }, itl: { sum: 20, count: 2000 } }, -2_000);
+    const b = intervalOf(podB, {}, { running: 1, waiting: 0, kvUsage: 0.6, requestsSucceeded: 130, promptTokens: 13_000, ttft: { sum: 10 + 9, count: 130 }, itl: { sum: 20, count: 2000 }, queueTime: { sum: 2 + 0.3, count: 130 } }, -2_000);
     const [server] = aggregateRoles({ roles: ["server"], intervals: [a, b], now: T0 + 500 });
     expect(server!.name).toBe("server");
     expect(server!.missing).toEqual([]);
@@ -39,10 +39,30 @@ describe("aggregateRoles", () => {
       // (1 000 + 3 000) prompt tokens over (10 + 30) requests, not the mean of 100 and 100.
       { name: "prompt_tokens_per_request", unit: "tokens", value: 100, podCount: 2, observedAt: at },
       { name: "generation_tokens_per_request", unit: "tokens", value: 0, podCount: 2, observedAt: at },
-      { name: "ttft_mean", unit: "ms", value: 250, podCount: 2, observedAt: at },
+      // Means carry the observations they average.
+      { name: "ttft_mean", unit: "ms", value: 250, podCount: 2, samples: 40, observedAt: at },
       // Both pods are idle on ITL: no mean, and no missing entry either (nothing is unknown).
-      { name: "itl_mean", unit: "ms", podCount: 2, observedAt: at },
+      { name: "itl_mean", unit: "ms", podCount: 2, samples: 0, observedAt: at },
+      // Weighted like TTFT: (0.1 + 0.3) s over 40 requests.
+      { name: "queue_time_mean", unit: "ms", value: expect.closeTo(10, 9), podCount: 2, samples: 40, observedAt: at },
     ]);
+  });
+
+  it("takes tokens per request from vLLM's per-request histograms when every pod has them, else from the counters", () => {
+    // 10 requests finished with 1 000 generated tokens each while 50 000 more were generated for
+    // requests still running: the counter ratio says 6 000 per request, the histogram 1 000.
+    const withHistograms = (pod: typeof podA) =>
+      intervalOf(
+        pod,
+        { requestGenerationTokens: { sum: 100_000, count: 100 }, requestPromptTokens: { sum: 50_000, count: 100 } },
+        { requestsSucceeded: 110, generationTokens: 20_000 + 60_000, requestGenerationTokens: { sum: 110_000, count: 110 }, requestPromptTokens: { sum: 55_000, count: 110 } },
+      );
+    const [both] = aggregateRoles({ roles: ["server"], intervals: [withHistograms(podA), withHistograms(podB)], now: T0 });
+    expect(value(both!.signals, "generation_tokens_per_request")!.value).toBe(1000);
+    expect(value(both!.signals, "prompt_tokens_per_request")!.value).toBe(500);
+    const counterOnly = intervalOf(podB, {}, { requestsSucceeded: 110, generationTokens: 20_000 + 60_000 });
+    const [mixed] = aggregateRoles({ roles: ["server"], intervals: [withHistograms(podA), counterOnly], now: T0 });
+    expect(value(mixed!.signals, "generation_tokens_per_request")!.value).toBe(6000);
   });
 
   it("lists an unreachable pod under every engine signal and counts it nowhere", () => {
@@ -71,7 +91,7 @@ describe("aggregateRoles", () => {
     expect(value(server!.signals, "requests_per_second")).toEqual({ name: "requests_per_second", unit: "requests/s", podCount: 0, observedAt: new Date(T0).toISOString() });
     expect(server!.missing).toContainEqual({ name: "requests_per_second", pod: podA.name, reason: "first-read" });
     expect(server!.missing).toContainEqual({ name: "ttft_mean", pod: podB.name, reason: "reset" });
-    expect(server!.missing.filter((entry) => entry.pod === podB.name)).toHaveLength(7);
+    expect(server!.missing.filter((entry) => entry.pod === podB.name)).toHaveLength(8);
   });
 
   it("keeps roles apart, in the given order, and adds roles only seen in reads", () => {

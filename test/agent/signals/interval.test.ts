@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { computeInterval, detectReset, meanMs } from "../../../src/agent/signals/interval.ts";
 import { aPod, aSample } from "./support.ts";
 
-const INTERVAL_KEYS = ["requestRate", "promptTokenRate", "generationTokenRate", "promptTokensPerRequest", "generationTokensPerRequest", "ttftMean", "itlMean"];
+const INTERVAL_KEYS = ["requestRate", "promptTokenRate", "generationTokenRate", "promptTokensPerRequest", "generationTokensPerRequest", "ttftMean", "itlMean", "queueTimeMean"];
 
 describe("computeInterval", () => {
   it("turns counter differences over 10 s into rates and histogram differences into means", () => {
@@ -18,6 +18,7 @@ describe("computeInterval", () => {
       generationTokens: 30_000,
       ttft: { sum: 15, count: 150 },
       itl: { sum: 25, count: 4500 },
+      queueTime: { sum: 3, count: 150 },
     });
     const interval = computeInterval(previous, latest);
     expect(interval).toEqual({
@@ -35,10 +36,12 @@ describe("computeInterval", () => {
       generationTokenRate: 1000,
       ttft: { sum: 5, count: 50 },
       itl: { sum: 5, count: 2500 },
+      queueTime: { sum: 1, count: 50 },
       missing: [],
     });
     expect(meanMs(interval.ttft)).toBe(100);
     expect(meanMs(interval.itl)).toBe(2);
+    expect(meanMs(interval.queueTime)).toBe(20);
   });
 
   it("has no mean when no request finished in the interval (never a mean of 0)", () => {

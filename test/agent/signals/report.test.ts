@@ -35,6 +35,7 @@ describe("the metrics report", () => {
       "generation_tokens_per_request",
       "ttft_mean",
       "itl_mean",
+      "queue_time_mean",
       "router_in_flight",
       "router_held",
     ]);

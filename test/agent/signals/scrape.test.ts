@@ -88,7 +88,7 @@ describe("scrapePods against simulator processes on loopback", () => {
     expect(signal(firstRoles, "requests_per_second")).toMatchObject({ podCount: 0 });
     expect(signal(firstRoles, "requests_per_second")).not.toHaveProperty("value");
     expect(firstRoles[0]!.missing).toContainEqual({ name: "requests_per_second", pod: "chat-server-r0-m0", reason: "first-read" });
-    expect(firstRoles[0]!.missing.filter((m) => m.reason === "first-read")).toHaveLength(2 * 7);
+    expect(firstRoles[0]!.missing.filter((m) => m.reason === "first-read")).toHaveLength(2 * 8);
 
     // 4 requests on a, 2 on b, all finished before the next read; one long one on a still running then.
     const finished = await Promise.all([...[1, 2, 3, 4].map(() => chat(a, 8)), ...[1, 2].map(() => chat(b, 8))]);
@@ -112,9 +112,14 @@ describe("scrapePods against simulator processes on loopback", () => {
     expect(signal(roles, "requests_per_second").value).toBeLessThan((6 / ((secondReadAt - firstReadAt) / 1000)) * 1.25 + 1);
     expect(signal(roles, "generation_tokens_per_second").value! * intervalA!.seconds!).toBeGreaterThanOrEqual(6 * 8 * 0.8);
     expect(signal(roles, "prompt_tokens_per_second").value).toBeGreaterThan(0);
+    // The six finished requests generated 8 tokens each; the long one still running generates more,
+    // which the per-request histograms leave out (the counters alone would not).
+    expect(signal(roles, "generation_tokens_per_request").value).toBe(8);
     expect(signal(roles, "ttft_mean")).toMatchObject({ unit: "ms", podCount: 2 });
     expect(signal(roles, "ttft_mean").value).toBeGreaterThan(0);
     expect(signal(roles, "itl_mean").value).toBeGreaterThan(0);
+    // Six requests on idle engines: scheduled at once, but a wait of 0 is a mean, not an absent one.
+    expect(signal(roles, "queue_time_mean").value).toBeGreaterThanOrEqual(0);
     expect(signal(roles, "requests_running")).toMatchObject({ value: 1, podCount: 2 });
     expect(signal(roles, "requests_waiting")).toMatchObject({ value: 0, podCount: 2 });
     expect(signal(roles, "kv_cache_usage").value).toBeGreaterThan(0);
@@ -136,7 +141,7 @@ describe("scrapePods against simulator processes on loopback", () => {
     expect(fourth.intervals[1]!.resetCause).toBe("counter-decreased");
     const restarted = aggregate(fourth);
     expect(restarted[0]!.missing).toEqual(
-      ["requests_per_second", "prompt_tokens_per_second", "generation_tokens_per_second", "prompt_tokens_per_request", "generation_tokens_per_request", "ttft_mean", "itl_mean"].map((name) => ({ name, pod: "chat-server-r1-m0", reason: "reset" })),
+      ["requests_per_second", "prompt_tokens_per_second", "generation_tokens_per_second", "prompt_tokens_per_request", "generation_tokens_per_request", "ttft_mean", "itl_mean", "queue_time_mean"].map((name) => ({ name, pod: "chat-server-r1-m0", reason: "reset" })),
     );
     expect(signal(restarted, "requests_running")).toMatchObject({ podCount: 2 });
 

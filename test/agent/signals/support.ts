@@ -22,6 +22,7 @@ export function aSample(at: number, values: Partial<Record<keyof EngineValues, u
     kvUsage: 0.5,
     ttft: { sum: 10, count: 100 },
     itl: { sum: 20, count: 2000 },
+    queueTime: { sum: 2, count: 100 },
     promptTokens: 10_000,
     generationTokens: 20_000,
     requestsSucceeded: 100,

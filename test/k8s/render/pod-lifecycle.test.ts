@@ -25,7 +25,8 @@ describe("probes", () => {
 
   it("serving pods get startup, readiness and liveness probes; followers and Ray workers none", () => {
     const leader = engine("vllm-dp4-local2-multihost");
-    expect(leader.startupProbe?.failureThreshold).toBe(180);
+    // 30 minutes to start, polled every 2 s so a new replica takes traffic soon after it answers.
+    expect([leader.startupProbe?.periodSeconds, leader.startupProbe?.failureThreshold]).toEqual([2, 900]);
     expect(leader.readinessProbe?.httpGet?.path).toBe("/health");
     expect(leader.livenessProbe?.httpGet?.path).toBe("/health");
     for (const follower of [engine("vllm-dp4-local2-multihost", "server", 1), engine("vllm-elastic-ep-w2", "experts", 1), engine("sglang-multihost-nnodes2", "server", 1)]) {
