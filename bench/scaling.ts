@@ -1,17 +1,21 @@
-// Scaling benchmark (issue #5): `npm run bench:scaling [-- --compression C --quick]`. Replays a
+// Scaling benchmark (issue #5): `npm run bench:scaling [-- --compression C --quick --only NAME]`. Replays a
 // seeded, bursty 30-minute trace (quiet → ramp → spike → plateau → fall) against the simulated
 // cluster (2 nodes × 8 H100, Qwen3-8B on vLLM sim engines, 1 GPU per replica, builtin router
 // least_load), once per strategy: static peak, static mean, an HPA-like rule the bench runs as a
 // user would (PATCH replicas), berth queue_depth and berth sla (agent in active mode).
 //
-// Time compression C (default 20): the engines run `--latency-profile 1/C`; every duration of the
-// strategies is divided by C (autoscaler interval and stabilization window, retirement budgets,
-// the HPA rule's 15 s sync and 300 s window) and the trace plays in 1800/C s of wall time. The
+// Time compression C (default 15, so that the 1 s wall interval is berth's default 15 s): the
+// engines run `--latency-profile 1/C`; every duration of the strategies is divided by C
+// (autoscaler interval and stabilization window, retirement budgets, the HPA rule's 15 s sync and
+// 300 s window, the kubelet's probe periods) and the trace plays in 1800/C s of wall time. The
 // engines run through bench/support/model-time-engine.ts, which multiplies the latencies they
-// report by C: TTFT and ITL below are the simulator's own model-time values (TTFT from the
+// report by C, and the agent runs with `metricsTimeScale: C`, so the rates it computes are per
+// model second: TTFT and ITL below are the simulator's own model-time values (TTFT from the
 // request's arrival at the engine to its first token; ITL between consecutive tokens), not
-// client-side wall clocks. GPU-seconds integrate the Running engine pods (1 GPU each) listed
-// from the cluster's API every 250 ms wall, in model seconds. Baseline: static peak (ratios).
+// client-side wall clocks, judged in 10 model-s windows. GPU-seconds integrate the Running engine
+// pods (1 GPU each) listed from the cluster's API every 250 ms wall, in model seconds. Baseline:
+// static peak (ratios). `--only "berth sla"` runs one strategy and prints its scaling events, the
+// windows that missed and the pod timeline (nothing written).
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
@@ -587,13 +591,13 @@ async function main(): Promise<void> {
             compression: C,
             model: MODEL,
             engine: `vllm (berth sim-engine --latency-profile ${1 / C} via bench/support/model-time-engine.ts), --max-num-seqs ${MAX_NUM_SEQS}, 1 × ${GPU} per replica`,
-            cluster: `2 nodes × 8 ${GPU} (simulated), builtin router least_load, berth serve on PGlite, the agent in a child process`,
+            cluster: `2 nodes × 8 ${GPU} (simulated), builtin router least_load, berth serve on PGlite, the agent in a child process; kubelet probe periods and backoffs × 1/${C} (model time)`,
             perfModelConcurrencyPerReplica: perReplica,
             staticPeakReplicas: STATIC_PEAK,
             staticMeanReplicas: STATIC_MEAN,
             staticSizing: `Little's law at the perf model's per-replica concurrency meeting TTFT ${TARGETS.ttftP95Ms} ms and ITL ${TARGETS.itlMs} ms for ${MEAN_WORKLOAD.inputTokens}/${MEAN_WORKLOAD.outputTokens} tokens: peak rate ${Math.max(...TRACE.flatMap((s) => s.rps))} rps, mean ${round(meanRps, 2)} rps`,
             hpa: `desired = ceil(Σ(running + waiting) over Ready engine pods ÷ ${QUEUE_TARGET}), tolerance 0.1, sync 15 model-s (${15 / C} s wall), scale-up at once, scale-down to the highest recommendation of the last 300 model-s (${300 / C} s wall), min 1 max ${MAX_REPLICAS}, PATCH /v1/deployments/{id} with the admin token`,
-            berth: { ...berthScaling({ type: "<queue_depth targetPerReplica 16 tolerance 0.1 | sla>" }), note: `intervalSeconds is whole seconds: 1 s wall = ${C} model-s (berth's default 15 s cannot be expressed at this compression)` },
+            berth: { ...berthScaling({ type: "<queue_depth targetPerReplica 16 tolerance 0.1 | sla>" }), note: `intervalSeconds is whole seconds: 1 s wall = ${C} model-s${C === 15 ? " (berth's default)" : ""}; the agent timestamps engine reads on a clock ${C}× fast (metricsTimeScale), so rates are per model second` },
             latency: "model-time values from the engines (model-time-engine.ts multiplies the simulator's latencies by C): TTFT from arrival at the engine to the first token (router time not included), ITL between consecutive tokens; attainment = fraction of 10 model-s windows (with ≥ 1 first token) whose TTFT p95 ≤ target; ITL p95/mean over the whole trace (1 % log buckets)",
             failures: "non-200, a response without finish_reason length and the requested completion tokens, a network error or a 120 s timeout",
             gpuSeconds: "Σ Running engine pods (1 GPU each, terminating pods included) × model time, listed from the simulated API server every 250 ms wall, over the trace",

@@ -73,12 +73,6 @@ export const DEFAULT_AGENT_CONFIG: AgentConfig = {
   backoffCapMs: 60_000,
 };
 
-/** Milliseconds that run `scale` times faster than the wall clock from now on. */
-function scaledClock(scale: number): () => number {
-  const origin = Date.now();
-  return () => origin + (Date.now() - origin) * scale;
-}
-
 export interface Logger {
   info(msg: string, data?: object): void;
   warn(msg: string, data?: object): void;
@@ -201,7 +195,7 @@ export function createAgent({
       }),
     routerImage: config.routerImage,
     logger,
-    ...(config.metricsTimeScale !== undefined && config.metricsTimeScale !== 1 && { metricsClock: scaledClock(config.metricsTimeScale) }),
+    ...(config.metricsTimeScale !== undefined && { metricsTimeScale: config.metricsTimeScale }),
   });
 
   const stateOf = (key: string) => {

@@ -9,7 +9,7 @@
 import { resolveOptions } from "../../k8s/render/index.ts";
 import type { Inventory } from "../domain/cluster.ts";
 import type { Deployment } from "../domain/deployment.ts";
-import { decideScaling, emptyScalingState, type ScalingCondition, type ScalingState } from "../domain/scaling.ts";
+import { decideScaling, emptyScalingState, rolesBeyondSlots, type ScalingCondition, type ScalingState } from "../domain/scaling.ts";
 import type { ScalingStatus } from "../domain/deployment-spec.ts";
 import { type AgentApi, ApiError } from "./api-client.ts";
 import {
@@ -51,8 +51,8 @@ export interface AutoscalerDeps {
   logger: { info(msg: string, data?: object): void; warn(msg: string, data?: object): void };
   /** Per read of one engine or router pod. */
   readTimeoutMs?: number;
-  /** Timestamps of engine reads (ms): the wall clock unless engine time runs faster (AgentConfig.metricsTimeScale). */
-  metricsClock?: () => number;
+  /** How many times faster than the wall clock engine time runs (AgentConfig.metricsTimeScale); 1 by default. */
+  metricsTimeScale?: number;
 }
 
 interface Memory {
@@ -69,8 +69,27 @@ export interface Autoscaler {
 
 const DEFAULT_READ_TIMEOUT_MS = 2_000;
 const STATUS_WAIT_MS = 15_000;
+/** Between evaluations the router is read this often for requests beyond the engines' batch slots. */
+const OVERLOAD_CHECK_MS = 1_000;
+/**
+ * An early evaluation waits at least this long after the last one (or a third of the interval if
+ * shorter): the arrival rate is the growth over the time since, and a second of it is noise.
+ */
+const MIN_EARLY_GAP_MS = 5_000;
+
+/** Milliseconds that run `scale` times faster than the wall clock from now on. */
+function scaledClock(scale: number): () => number {
+  const origin = Date.now();
+  return () => origin + (Date.now() - origin) * scale;
+}
 
 export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
+  // Engine time: engine reads are timestamped on it (rates per engine second), and the overload
+  // check's cadence and minimum gap are durations of it.
+  const timeScale = deps.metricsTimeScale ?? 1;
+  const metricsNow = timeScale === 1 ? Date.now : scaledClock(timeScale);
+  const overloadCheckMs = OVERLOAD_CHECK_MS / timeScale;
+  const minEarlyGapMs = MIN_EARLY_GAP_MS / timeScale;
   const loops = new Map<string, Promise<void>>();
   const abort = new AbortController();
   let stopped = false;
@@ -97,11 +116,62 @@ export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
       }
       const item = deps.item(key);
       if (!item || stopped) break;
-      await sleep(Math.max(0, evaluationPeriodMs(item.deployment.spec) - (Date.now() - started)));
+      await untilNextEvaluation(key, started, evaluationPeriodMs(item.deployment.spec));
     }
     // Scaling turned off or the deployment is going: status no longer carries a recommendation.
     if (!stopped && deps.item(key)) await deps.report(key, undefined, 0);
     loops.delete(key);
+  }
+
+  /** Sleeps to the end of the period, or until the router holds more requests than the engines have slots. */
+  async function untilNextEvaluation(key: string, started: number, periodMs: number): Promise<void> {
+    const end = started + periodMs;
+    const earliest = started + Math.min(minEarlyGapMs, periodMs / 3);
+    while (!stopped) {
+      const left = end - Date.now();
+      if (left <= 0) return;
+      await sleep(Math.min(overloadCheckMs, left));
+      if (stopped || Date.now() >= end || Date.now() < earliest) continue;
+      const beyond = await overloadedRoles(key).catch(() => []);
+      if (beyond.length > 0) {
+        deps.logger.info("requests beyond the engines' batch slots: evaluating now", { deploymentId: key, roles: beyond });
+        return;
+      }
+    }
+  }
+
+  async function overloadedRoles(key: string) {
+    const item = deps.item(key);
+    const observed = deps.observe(key);
+    if (!item || !observed || item.deployment.spec.router?.kind !== "builtin") return [];
+    const spec = item.deployment.spec;
+    const options = resolveOptions(spec, item.deployment.name, { routerImage: deps.routerImage });
+    const router = await readRouterSignals(spec, observed, options, deps.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS);
+    if (!router?.extra) return [];
+    const inFlight: Record<string, number> = {};
+    for (const [role, { signals }] of router.extra) {
+      const value = signals.find((s) => s.name === "router_in_flight")?.value;
+      if (value !== undefined) inFlight[role] = value;
+    }
+    const readyPods: Record<string, number> = {};
+    for (const pod of enginePodsToRead(spec, observed.pods, options.enginePort)) readyPods[pod.role] = (readyPods[pod.role] ?? 0) + 1;
+    return rolesBeyondSlots(spec, inFlight, readyPods);
+  }
+
+  /** The builtin router's in-flight and held counts per role; undefined without a router or its admin token. */
+  async function readRouterSignals(spec: Deployment["spec"], observed: Observed, options: ReturnType<typeof resolveOptions>, timeoutMs: number) {
+    if (spec.router?.kind !== "builtin") return undefined;
+    const { name: secretName, key: secretKey } = options.routerAdminTokenSecret;
+    const token = tokenFromSecret(observed.secrets, secretName, secretKey);
+    const routers = routerPodsToRead(observed.routerPods, options.routerPort);
+    if (!token || routers.length === 0) return undefined;
+    const read = await readRouters(routers, { token, timeoutMs });
+    const podRoles = new Map(observed.pods.map((pod) => [pod.metadata!.name!, roleOf(pod)]));
+    return {
+      extra: routerSignalsByRole({ ...read, roles: spec.roles, podRoles, now: Date.now() }),
+      held: totalHeld(read.readings),
+      ...(read.readings.length > 0 && { heldAt: new Date(Math.max(...read.readings.map((r) => r.at))).toISOString() }),
+    };
   }
 
   async function evaluate(key: string, memory: Memory): Promise<void> {
@@ -114,24 +184,12 @@ export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
     const timeoutMs = deps.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
 
     // Signals: every ready engine pod, interval values against this deployment's previous reads.
-    const metricsNow = deps.metricsClock ?? Date.now;
     const scraped = await scrapePods(enginePodsToRead(spec, observed.pods, options.enginePort), memory.samples, { timeoutMs, now: metricsNow });
     memory.samples = scraped.samples;
-    let held: number | undefined;
-    let heldAt: string | undefined;
-    let extra: ReturnType<typeof routerSignalsByRole> | undefined;
-    if (spec.router?.kind === "builtin") {
-      const { name: secretName, key: secretKey } = options.routerAdminTokenSecret;
-      const token = tokenFromSecret(observed.secrets, secretName, secretKey);
-      const routers = routerPodsToRead(observed.routerPods, options.routerPort);
-      if (token && routers.length > 0) {
-        const read = await readRouters(routers, { token, timeoutMs });
-        const podRoles = new Map(observed.pods.map((pod) => [pod.metadata!.name!, roleOf(pod)]));
-        extra = routerSignalsByRole({ ...read, roles: spec.roles, podRoles, now: Date.now() });
-        held = totalHeld(read.readings);
-        if (read.readings.length > 0) heldAt = new Date(Math.max(...read.readings.map((r) => r.at))).toISOString();
-      }
-    }
+    const router = await readRouterSignals(spec, observed, options, timeoutMs);
+    const extra = router?.extra;
+    const held = router?.held;
+    const heldAt = router?.heldAt;
     const at = Date.now();
     const now = new Date(at).toISOString();
     const roles = aggregateRoles({ roles: spec.roles.map((role) => role.name), intervals: scraped.intervals, failures: scraped.failures, ...(extra && { extra }), now: metricsNow() });

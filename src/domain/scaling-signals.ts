@@ -145,6 +145,8 @@ export interface RoleScalingState {
   corrections?: { ttft?: number; itl?: number };
   /** Σ(running + waiting) at the last read (ISO 8601 time): its growth to the next read counts as arrivals. */
   inEngines?: { at: string; requests: number };
+  /** The role's ready pods read, and since when (ISO 8601) that count has held. */
+  readyPods?: { count: number; since: string };
 }
 
 export interface ScalingState {

@@ -105,7 +105,10 @@ export interface Correction {
  * variance around the means). Not measured when the interval finished fewer than
  * MIN_CORRECTION_SAMPLES requests; the factor last measured (`carried`) then stays in use, since
  * what it measures is the model's error, which one quiet interval does not change. Clamped so one
- * odd interval cannot swing capacity by more than 4×.
+ * odd interval cannot swing capacity by more than 4×. With a carried factor, a measurement moves
+ * it halfway (geometric mean): near a latency floor capacity is steep in the factor (at ITL 10 ms
+ * over a floor of 8.4 ms, ITL × 0.93 means 26 requests per rank, × 1.1 means 8), so one noisy
+ * interval must not swing it, while a lasting error is absorbed within a few intervals.
  */
 export function correctionFactor(observed: number | undefined, predicted: number, samples: number, carried?: number, unusable?: string): Correction {
   const notMeasured = (why: string): Correction =>
@@ -117,8 +120,10 @@ export function correctionFactor(observed: number | undefined, predicted: number
   if (samples < MIN_CORRECTION_SAMPLES) return notMeasured(`${samples} requests finished, fewer than ${MIN_CORRECTION_SAMPLES}`);
   if (!(predicted > 0)) return notMeasured("no prediction at this load");
   const raw = observed / predicted;
-  const factor = Math.min(CORRECTION_MAX, Math.max(CORRECTION_MIN, raw));
-  return { factor, applied: true, measured: true, note: factor === raw ? "" : `clamped from ${round(raw)}` };
+  const clamped = Math.min(CORRECTION_MAX, Math.max(CORRECTION_MIN, raw));
+  const factor = carried === undefined ? clamped : Math.sqrt(carried * clamped);
+  const notes = [...(clamped === raw ? [] : [`clamped from ${round(raw)}`]), ...(carried === undefined ? [] : [`measured ${round(clamped)}, moved halfway from ${round(carried)}`])];
+  return { factor, applied: true, measured: true, note: notes.join("; ") };
 }
 
 /** Mean queue time, as a share of the TTFT target, up to which an interval counts as free of queueing. */
@@ -203,6 +208,8 @@ export interface ObservedLatency {
   samples: number;
   /** Factors last measured, used while this interval cannot measure one. */
   carried?: { ttft?: number; itl?: number };
+  /** Why this interval cannot measure a correction at all (e.g. replicas just joined); undefined when it can. */
+  unsteady?: string;
 }
 
 function describeCorrection(name: string, c: Correction): string {
@@ -235,10 +242,11 @@ export function recommendSlaAggregated(
   const estimate = (c: number) => estimateAggregated(shape.perf, w, c, shape.limits, shape.engine);
   const at = observed.concurrencyPerRank !== undefined && observed.concurrencyPerRank > 0 ? estimate(observed.concurrencyPerRank) : undefined;
   const queueFree = queueFreeTtft(observed, target.ttftMs);
-  const kTtft = correctionFactor(queueFree.ttftMs, at?.ttftMs ?? 0, at ? observed.samples : 0, observed.carried?.ttft, queueFree.note);
+  const unusable = observed.unsteady ?? queueFree.note;
+  const kTtft = correctionFactor(queueFree.ttftMs, at?.ttftMs ?? 0, at ? observed.samples : 0, observed.carried?.ttft, unusable);
   // A queue being taken in also skews ITL: every admitted request brings a prompt, so its steps
   // carry more prefill than the steady state the model predicts.
-  const kItl = correctionFactor(observed.itlMs, at?.itlMs ?? 0, at ? observed.samples : 0, observed.carried?.itl, queueFree.note);
+  const kItl = correctionFactor(observed.itlMs, at?.itlMs ?? 0, at ? observed.samples : 0, observed.carried?.itl, unusable);
   const limit = concurrencyLimit(shape, w);
   const meets = (c: number) => {
     const e = estimate(c);
@@ -296,13 +304,13 @@ export function recommendSlaPrefill(
   shape: RoleShape,
   w: Workload,
   requestsPerSecond: number,
-  observed: { ttftMs?: number; ranks: number; samples: number; carried?: { ttft?: number } },
+  observed: { ttftMs?: number; ranks: number; samples: number; carried?: { ttft?: number }; unsteady?: string },
   ttftMs: number,
 ): SlaRecommendation {
   const prefill = estimatePrefill(shape.perf, w, shape.limits, KV_TRANSFER_GBS);
   const observedU = observed.ranks > 0 ? requestsPerSecond / (observed.ranks * prefill.capacityRps) : undefined;
   // The prefill model is a queue (M/D/1): its TTFT includes the wait, so the observed one is compared whole.
-  const k = correctionFactor(observed.ttftMs, observedU !== undefined ? prefill.ttftAt(observedU) : 0, observedU !== undefined ? observed.samples : 0, observed.carried?.ttft);
+  const k = correctionFactor(observed.ttftMs, observedU !== undefined ? prefill.ttftAt(observedU) : 0, observedU !== undefined ? observed.samples : 0, observed.carried?.ttft, observed.unsteady);
   let u = 0;
   // Whole hundredths, from the top: the first that meets the target is u*.
   for (let hundredths = Math.round(MAX_PREFILL_UTILISATION * 100); hundredths >= 1; hundredths--) {
@@ -347,7 +355,7 @@ export function recommendSlaPrefill(
 export function recommendSlaDecode(shape: RoleShape, w: Workload, demand: number, observed: ObservedLatency, itlMs: number): SlaRecommendation {
   const itlAt = (c: number) => estimateDecode(shape.perf, w, c).itlMs;
   const cObs = observed.concurrencyPerRank;
-  const k = correctionFactor(observed.itlMs, cObs !== undefined && cObs > 0 ? itlAt(cObs) : 0, cObs !== undefined && cObs > 0 ? observed.samples : 0, observed.carried?.itl);
+  const k = correctionFactor(observed.itlMs, cObs !== undefined && cObs > 0 ? itlAt(cObs) : 0, cObs !== undefined && cObs > 0 ? observed.samples : 0, observed.carried?.itl, observed.unsteady);
   const found = largestConcurrency(concurrencyLimit(shape, w), (c) => k.factor * itlAt(c) <= itlMs);
   const perRank = Math.max(1, found);
   const capacity = perRank * shape.ranksPerReplica;

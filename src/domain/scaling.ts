@@ -16,6 +16,7 @@ import {
   type ScalingDecision,
   type ScalingEventData,
   type ScalingInput,
+  type ScalingSpec,
   type ScalingState,
   type SignalName,
   type SignalUsed,
@@ -32,6 +33,13 @@ export * from "./scaling-signals.ts";
  * 15 s), and a replica added on noise is held for the whole scale-down stabilization window.
  */
 export const SLA_TOLERANCE = 0.1;
+
+/**
+ * Intervals a role's count of ready pods must have held before its latencies correct the model:
+ * when replicas join, the router fills them with a burst of prompts (prefill-heavy steps, higher
+ * ITL); when they leave, their load lands on the others. Either is a transient, not model error.
+ */
+export const STEADY_INTERVALS = 2;
 
 /** Workload assumed until a request has finished (the deployment-request defaults). */
 export const DEFAULT_SCALING_WORKLOAD: Readonly<Workload> = { inputTokens: 4000, outputTokens: 1000 };
@@ -75,6 +83,8 @@ interface Recommendation {
   corrections?: { ttft?: number; itl?: number };
   /** sla: the requests in the engines now, for the next interval's arrival rate. */
   inEngines?: { at: string; requests: number };
+  /** sla: the ready pods read now, and since when that count has held. */
+  readyPods?: { count: number; since: string };
 }
 
 /**
@@ -131,6 +141,12 @@ function recommendRole(role: Role, current: number, input: ScalingInput, previou
   const samples = s.firstTokens ?? Math.round(rate * scaling.intervalSeconds);
   const demand = running + waiting;
   const inEngines = { at: s.observedAt, requests: demand };
+  const readyPods = previous?.readyPods?.count === s.podCount ? previous.readyPods : { count: s.podCount, since: input.now };
+  const steadySeconds = (Date.parse(input.now) - Date.parse(readyPods.since)) / 1000;
+  const unsteady =
+    steadySeconds < STEADY_INTERVALS * scaling.intervalSeconds
+      ? `${s.podCount} ready pods for ${Math.round(steadySeconds)} s, under ${STEADY_INTERVALS} intervals: latencies measure the change`
+      : undefined;
   const queueTimeMs = optional.includes("queueTimeMs") ? s.queueTimeMs : undefined;
   const observed = {
     ...(s.ttftMs !== undefined && { ttftMs: s.ttftMs }),
@@ -141,6 +157,7 @@ function recommendRole(role: Role, current: number, input: ScalingInput, previou
     waiting,
     samples,
     ...(previous?.corrections && { carried: previous.corrections }),
+    ...(unsteady && { unsteady }),
   };
   const arrivals = arrivalsPerSecond(rate, inEngines, previous?.inEngines);
   const r =
@@ -157,9 +174,9 @@ function recommendRole(role: Role, current: number, input: ScalingInput, previou
   };
   if (within) {
     const message = `${r.message}; ${round2(r.needed)} replicas' worth is within ${SLA_TOLERANCE * 100}% of ${current}, keeping ${current}`;
-    return { recommended: current, reason: "WithinTolerance", message, signals, workload, corrections, inEngines };
+    return { recommended: current, reason: "WithinTolerance", message, signals, workload, corrections, inEngines, readyPods };
   }
-  return { recommended: r.replicas, reason: r.reason, message: r.message, signals, workload, corrections, inEngines };
+  return { recommended: r.replicas, reason: r.reason, message: r.message, signals, workload, corrections, inEngines, readyPods };
 }
 
 interface Working {
@@ -174,6 +191,35 @@ interface Working {
   limitedBy?: LimitedBy;
   notes: string[];
   state?: RoleScalingState;
+}
+
+export interface RoleBeyondSlots {
+  role: string;
+  /** Requests the router has in flight to the role. */
+  inFlight: number;
+  /** Σ batch slots of the role's ready engines (sequence limit × ranks). */
+  slots: number;
+}
+
+/**
+ * Roles whose requests at the router outnumber the batch slots of their ready engines: requests
+ * are queueing in the engines, and every second until the next evaluation adds to TTFT. The
+ * autoscaler then evaluates at once instead of at the end of its interval — Knative's panic mode,
+ * read from berth's own router. Roles at zero (the held requests decide) or without ready pods
+ * are left out.
+ */
+export function rolesBeyondSlots(spec: ScalingSpec, inFlight: Readonly<Record<string, number>>, readyPods: Readonly<Record<string, number>>): RoleBeyondSlots[] {
+  const out: RoleBeyondSlots[] = [];
+  for (const entry of spec.scaling?.roles ?? []) {
+    const role = spec.roles.find((r) => r.name === entry.name);
+    const pods = readyPods[entry.name] ?? 0;
+    const requests = inFlight[entry.name];
+    if (!role || role.replicas === 0 || pods === 0 || requests === undefined) continue;
+    const shape = roleShape(spec.model.name, spec.engine.name, role);
+    const slots = Math.floor(servingRanks(shape, pods) * shape.limits.maxRunning);
+    if (requests > slots) out.push({ role: role.name, inFlight: requests, slots });
+  }
+  return out;
 }
 
 /**
@@ -348,13 +394,14 @@ export function decideScaling(input: ScalingInput, state: ScalingState = emptySc
     if (!base) continue;
     const corrections = w.rec.corrections ?? base.corrections;
     // A count is only good for the next interval's growth: an evaluation without one drops it.
-    const { inEngines: _stale, ...kept } = base;
+    const { inEngines: _stale, readyPods: _unread, ...kept } = base;
     next.roles[w.role.name] = {
       ...kept,
       lastDesired: w.desired,
       ...((w.rec.workload ?? base.workload) && { workload: w.rec.workload ?? base.workload }),
       ...(corrections && { corrections }),
       ...(w.rec.inEngines && { inEngines: w.rec.inEngines }),
+      ...(w.rec.readyPods && { readyPods: w.rec.readyPods }),
     };
   }
   return { decision: { mode, evaluatedAt: input.now, roles, actions, condition, events }, state: next };

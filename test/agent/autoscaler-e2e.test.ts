@@ -148,6 +148,29 @@ describe("the autoscaler against the simulated cluster", () => {
     expect((await call("DELETE", `/v1/deployments/${id}`)).status).toBeLessThan(300);
   }, 240_000);
 
+  it("evaluates early when the router holds more requests than the engines have batch slots", async () => {
+    // A 60 s interval, engines of 2 slots: the first evaluation runs as the loop starts, the next
+    // regular one 60 s later. Six clients put 6 requests at the router against 2 slots.
+    const createdAt = Date.now();
+    const s = spec({ mode: "active", intervalSeconds: 60, scaleDownStabilizationSeconds: 300, algorithm: queueDepth, roles: [{ name: "main", minReplicas: 1, maxReplicas: 2 }] });
+    s.roles[0] = { ...s.roles[0]!, extraArgs: ["--max-num-seqs", "2"] } as (typeof s.roles)[0];
+    const id = await create("early", s);
+    const ready = await readyDeployment(id);
+    const load = loadStep(ready.status.endpoint, 6);
+    try {
+      const up = await eventually("replicas raised before the next regular evaluation", async () => {
+        const body = await get(id);
+        return body.spec.roles[0].replicas > 1 ? body : undefined;
+      }, 50_000);
+      expect(up.spec.roles[0].replicas).toBe(2);
+      // The loop started after the create: its second regular evaluation is 60 s after that at the earliest.
+      expect(Date.now() - createdAt).toBeLessThan(58_000);
+    } finally {
+      expect(await load.stop()).toBe(0);
+    }
+    expect((await call("DELETE", `/v1/deployments/${id}`)).status).toBeLessThan(300);
+  }, 120_000);
+
   it("scale to zero: a request held by the router wakes the role 0 → 1 and is served", async () => {
     const id = await create(
       "zero",

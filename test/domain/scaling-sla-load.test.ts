@@ -1,9 +1,10 @@
 // sla for an aggregated role under changing load: Little's law on the arrival rate (a backlog is
 // not steady concurrency), corrections measured only from queue-free intervals and carried over
-// the others, the engine's own batch limits from extraArgs, and the ±10% tolerance band.
+// the others, the engine's own batch limits from extraArgs, the ±10% tolerance band, and the
+// early evaluation when the router holds more requests than the engines have batch slots.
 import { describe, expect, it } from "vitest";
 import { applySpecDefaults, type RoleInput } from "../../src/domain/deployment-spec.ts";
-import { arrivalsPerSecond, decideScaling, type RoleSignals, type ScalingSpec, type ScalingState } from "../../src/domain/scaling.ts";
+import { arrivalsPerSecond, decideScaling, rolesBeyondSlots, type RoleSignals, type ScalingSpec, type ScalingState } from "../../src/domain/scaling.ts";
 import {
   batchLimitsOf,
   correctionFactor,
@@ -147,7 +148,9 @@ describe("corrections come from queue-free intervals only, and are carried over 
 
   it("too few finished requests keep the carried factor too", () => {
     expect(correctionFactor(100, 50, 9, 1.3)).toMatchObject({ factor: 1.3, applied: true, measured: false });
-    expect(correctionFactor(100, 50, 10, 1.3)).toMatchObject({ factor: 2, applied: true, measured: true });
+    // Measured 2 with 1.3 carried: halfway, geometrically.
+    expect(correctionFactor(100, 50, 10, 1.3)).toMatchObject({ factor: Math.sqrt(2.6), applied: true, measured: true });
+    expect(correctionFactor(100, 50, 10, 1.3).note).toBe("measured 2, moved halfway from 1.3");
   });
 });
 
@@ -158,6 +161,8 @@ describe("decideScaling over consecutive intervals", () => {
   });
   const decide = (now: number, o: Partial<RoleSignals>, state?: ScalingState, current = 2) =>
     decideScaling({ now: at(now), spec: s, signals: { main: signals({ observedAt: at(now), ...o }) }, currentReplicas: { main: current }, retirementInFlight: false }, state);
+  /** Two ready pods for a minute: latencies of the next interval may correct the model. */
+  const steady: ScalingState = { roles: { main: { since: at(-60), history: [], readyPods: { count: 2, since: at(-60) } } } };
 
   it("the first sizes on the requests in the engines, the next on the arrival rate (finished + growth)", () => {
     const first = decide(0, {});
@@ -171,7 +176,7 @@ describe("decideScaling over consecutive intervals", () => {
 
   it("a measured correction is kept in the state and used by an interval that cannot measure one", () => {
     const p = estimate(15);
-    const measured = decide(0, { ttftMs: 0.5 * p.ttftMs, itlMs: p.itlMs, firstTokens: 45 });
+    const measured = decide(0, { ttftMs: 0.5 * p.ttftMs, itlMs: p.itlMs, firstTokens: 45 }, steady);
     expect(measured.state.roles.main!.corrections!.ttft).toBeCloseTo(0.5, 9);
     const queued = decide(15, { waiting: 4, ttftMs: 5000, itlMs: 2 * p.itlMs, firstTokens: 45 }, measured.state);
     expect(queued.decision.roles[0]!.message).toContain("TTFT × 0.5 (kept from an earlier interval");
@@ -180,8 +185,21 @@ describe("decideScaling over consecutive intervals", () => {
 
   it("samples are the counted first tokens: 9 of them correct nothing, whatever the rate", () => {
     const p = estimate(15);
-    const few = decide(0, { ttftMs: 0.5 * p.ttftMs, itlMs: p.itlMs, requestsPerSecond: 30, firstTokens: 9 });
+    const few = decide(0, { ttftMs: 0.5 * p.ttftMs, itlMs: p.itlMs, requestsPerSecond: 30, firstTokens: 9 }, steady);
     expect(few.decision.roles[0]!.message).toContain("9 requests finished, fewer than 10");
+  });
+
+  it("replicas joining make the next intervals a transient: no correction measured until the count held two intervals", () => {
+    const p = estimate(15);
+    const slow = { ttftMs: p.ttftMs, itlMs: 1.2 * p.itlMs, firstTokens: 45 };
+    const joined = decide(0, { ...slow, podCount: 3 }, steady, 3);
+    expect(joined.decision.roles[0]!.message).toContain("ITL correction off (3 ready pods for 0 s, under 2 intervals");
+    expect(joined.state.roles.main!.readyPods).toEqual({ count: 3, since: at(0) });
+    const next = decide(15, { ...slow, podCount: 3 }, joined.state, 3);
+    expect(next.decision.roles[0]!.message).toContain("3 ready pods for 15 s");
+    const settled = decide(30, { ...slow, podCount: 3 }, next.state, 3);
+    expect(settled.decision.roles[0]!.message).toContain("ITL × 1.2");
+    expect(settled.state.roles.main!.readyPods).toEqual({ count: 3, since: at(0) });
   });
 
   it("keeps the current count while the load needs within ±10% of it (WithinTolerance)", () => {
@@ -194,5 +212,27 @@ describe("decideScaling over consecutive intervals", () => {
     expect(near.decision.roles[0]!.message).toContain("within 10% of 2, keeping 2");
     const over = decide(15, { requestsPerSecond: rateFor(2.4) }, base.state);
     expect(over.decision.roles[0]).toMatchObject({ recommended: 3, desired: 3, reason: "SlaCapacity" });
+  });
+});
+
+describe("early evaluation: requests at the router beyond the ready engines' batch slots", () => {
+  const s = spec(ROLE);
+
+  it.each([
+    // in flight, ready pods → beyond (2 pods × 32 slots = 64)
+    [64, 2, false],
+    [65, 2, true],
+    [40, 1, true],
+    [500, 0, false], // no ready pod: nothing to compare with (the next evaluation says MetricsMissing)
+  ])("%d in flight over %d ready pods → %s", (inFlight, pods, beyond) => {
+    const out = rolesBeyondSlots(s, { main: inFlight }, { main: pods });
+    expect(out).toEqual(beyond ? [{ role: "main", inFlight, slots: 32 * pods }] : []);
+  });
+
+  it("leaves out roles at zero (their held requests decide), unread roles and roles the autoscaler does not manage", () => {
+    expect(rolesBeyondSlots(spec({ ...ROLE, replicas: 0 }), { main: 10 }, { main: 1 })).toEqual([]);
+    expect(rolesBeyondSlots(s, {}, { main: 1 })).toEqual([]);
+    const unmanaged = { ...s, scaling: { ...s.scaling!, roles: [] } };
+    expect(rolesBeyondSlots(unmanaged, { main: 100 }, { main: 1 })).toEqual([]);
   });
 });

@@ -123,7 +123,10 @@ describe("the correction: observed ÷ predicted at the observed load (Dynamo's p
       running: 2 * perRank, waiting: 0, ttftMs: p.ttftMs * k, itlMs: p.itlMs, requestsPerSecond: rps, inputTokens: 1000, outputTokens: 200,
       podCount: 2, observedAt: at(0), missing: [],
     });
-    const decide = (k: number, rps: number) => decideScaling({ now: at(0), spec: s, signals: { server: signals(k, rps) }, currentReplicas: { server: 2 }, retirementInFlight: false }).decision.roles[0]!;
+    // Two ready pods for a minute: a steady interval, whose latencies may correct the model.
+    const steady = { roles: { server: { since: at(-60), history: [], readyPods: { count: 2, since: at(-60) } } } };
+    const decide = (k: number, rps: number) =>
+      decideScaling({ now: at(0), spec: s, signals: { server: signals(k, rps) }, currentReplicas: { server: 2 }, retirementInFlight: false }, steady).decision.roles[0]!;
     const plain = decide(1, 10);
     const doubled = decide(2, 10);
     expect(plain.recommended).toBe(Math.ceil(200 / scanAggregated(shape, W, 500, 50)));
