@@ -1,5 +1,6 @@
 // The autoscaler loop (issue #5, DESIGN §7): one bounded loop per deployment whose
-// `spec.scaling.mode` is not off. Each interval (each second while a role rests at zero): read
+// `spec.scaling.mode` is not off. Each interval (each second while a role rests at zero; at once
+// when the builtin router holds more requests for a role than its engines have batch slots): read
 // every ready engine pod and router pod, report the per-role metrics, decide (pure, in
 // src/domain/scaling.ts), hand the result to the reconcile pass (the one status writer) and wait
 // until it is written, then — active mode only — PATCH `spec.roles[*].replicas` with If-Match on

@@ -205,8 +205,8 @@ export interface RoleBeyondSlots {
  * Roles whose requests at the router outnumber the batch slots of their ready engines: requests
  * are queueing in the engines, and every second until the next evaluation adds to TTFT. The
  * autoscaler then evaluates at once instead of at the end of its interval — Knative's panic mode,
- * read from berth's own router. Roles at zero (the held requests decide) or without ready pods
- * are left out.
+ * read from berth's own router. Roles at zero (the held requests decide), without ready pods, or
+ * already at maxReplicas (an evaluation could not add one) are left out.
  */
 export function rolesBeyondSlots(spec: ScalingSpec, inFlight: Readonly<Record<string, number>>, readyPods: Readonly<Record<string, number>>): RoleBeyondSlots[] {
   const out: RoleBeyondSlots[] = [];
@@ -214,7 +214,7 @@ export function rolesBeyondSlots(spec: ScalingSpec, inFlight: Readonly<Record<st
     const role = spec.roles.find((r) => r.name === entry.name);
     const pods = readyPods[entry.name] ?? 0;
     const requests = inFlight[entry.name];
-    if (!role || role.replicas === 0 || pods === 0 || requests === undefined) continue;
+    if (!role || role.replicas === 0 || role.replicas >= entry.maxReplicas || pods === 0 || requests === undefined) continue;
     const shape = roleShape(spec.model.name, spec.engine.name, role);
     const slots = Math.floor(servingRanks(shape, pods) * shape.limits.maxRunning);
     if (requests > slots) out.push({ role: role.name, inFlight: requests, slots });

@@ -229,8 +229,9 @@ describe("early evaluation: requests at the router beyond the ready engines' bat
     expect(out).toEqual(beyond ? [{ role: "main", inFlight, slots: 32 * pods }] : []);
   });
 
-  it("leaves out roles at zero (their held requests decide), unread roles and roles the autoscaler does not manage", () => {
+  it("leaves out roles at zero (their held requests decide), at maxReplicas, unread, or not managed by the autoscaler", () => {
     expect(rolesBeyondSlots(spec({ ...ROLE, replicas: 0 }), { main: 10 }, { main: 1 })).toEqual([]);
+    expect(rolesBeyondSlots(spec({ ...ROLE, replicas: 16 }), { main: 1000 }, { main: 16 })).toEqual([]);
     expect(rolesBeyondSlots(s, {}, { main: 1 })).toEqual([]);
     const unmanaged = { ...s, scaling: { ...s.scaling!, roles: [] } };
     expect(rolesBeyondSlots(unmanaged, { main: 100 }, { main: 1 })).toEqual([]);
