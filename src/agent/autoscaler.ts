@@ -10,7 +10,7 @@
 import { resolveOptions } from "../../k8s/render/index.ts";
 import type { Inventory } from "../domain/cluster.ts";
 import type { Deployment } from "../domain/deployment.ts";
-import { decideScaling, emptyScalingState, rolesBeyondSlots, type ScalingCondition, type ScalingState } from "../domain/scaling.ts";
+import { decideScaling, emptyScalingState, type RoleBeyondSlots, rolesBeyondSlots, type ScalingCondition, type ScalingDecision, type ScalingState } from "../domain/scaling.ts";
 import type { ScalingStatus } from "../domain/deployment-spec.ts";
 import { type AgentApi, ApiError } from "./api-client.ts";
 import {
@@ -84,6 +84,15 @@ function scaledClock(scale: number): () => number {
   return () => origin + (Date.now() - origin) * scale;
 }
 
+/** Says in the roles' messages (status and events) why this evaluation came before its interval ended. */
+function noteEarly(decision: ScalingDecision, early: readonly RoleBeyondSlots[]): void {
+  for (const { role, inFlight, slots } of early) {
+    const note = `; evaluated early: ${inFlight} requests at the router over ${slots} batch slots`;
+    for (const entry of decision.roles) if (entry.name === role) entry.message += note;
+    for (const event of decision.events) if (event.role === role) event.message += note;
+  }
+}
+
 export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
   // Engine time: engine reads are timestamped on it (rates per engine second), and the overload
   // check's cadence and minimum gap are durations of it.
@@ -108,40 +117,45 @@ export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
 
   async function loop(key: string): Promise<void> {
     const memory: Memory = { samples: new Map(), state: emptyScalingState() };
+    let early: RoleBeyondSlots[] = [];
     while (!stopped && enabled(key)) {
       const started = Date.now();
       try {
-        await evaluate(key, memory);
+        await evaluate(key, memory, early);
       } catch (error) {
         if (!stopped) deps.logger.warn("autoscaler evaluation failed", { deploymentId: key, error: (error as Error).message });
       }
       const item = deps.item(key);
       if (!item || stopped) break;
-      await untilNextEvaluation(key, started, evaluationPeriodMs(item.deployment.spec));
+      early = await untilNextEvaluation(key, started, evaluationPeriodMs(item.deployment.spec));
     }
     // Scaling turned off or the deployment is going: status no longer carries a recommendation.
     if (!stopped && deps.item(key)) await deps.report(key, undefined, 0);
     loops.delete(key);
   }
 
-  /** Sleeps to the end of the period, or until the router holds more requests than the engines have slots. */
-  async function untilNextEvaluation(key: string, started: number, periodMs: number): Promise<void> {
+  /**
+   * Sleeps to the end of the period, or until the router holds more requests than the engines have
+   * slots: then returns the roles that are beyond them (empty at the end of a plain period).
+   */
+  async function untilNextEvaluation(key: string, started: number, periodMs: number): Promise<RoleBeyondSlots[]> {
     const end = started + periodMs;
     const earliest = started + Math.min(minEarlyGapMs, periodMs / 3);
     while (!stopped) {
       const left = end - Date.now();
-      if (left <= 0) return;
+      if (left <= 0) return [];
       await sleep(Math.min(overloadCheckMs, left));
       if (stopped || Date.now() >= end || Date.now() < earliest) continue;
       const beyond = await overloadedRoles(key).catch(() => []);
       if (beyond.length > 0) {
         deps.logger.info("requests beyond the engines' batch slots: evaluating now", { deploymentId: key, roles: beyond });
-        return;
+        return beyond;
       }
     }
+    return [];
   }
 
-  async function overloadedRoles(key: string) {
+  async function overloadedRoles(key: string): Promise<RoleBeyondSlots[]> {
     const item = deps.item(key);
     const observed = deps.observe(key);
     if (!item || !observed || item.deployment.spec.router?.kind !== "builtin") return [];
@@ -175,7 +189,8 @@ export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
     };
   }
 
-  async function evaluate(key: string, memory: Memory): Promise<void> {
+  /** @param early roles whose overload brought this evaluation forward: said in their messages. */
+  async function evaluate(key: string, memory: Memory, early: readonly RoleBeyondSlots[] = []): Promise<void> {
     const item = deps.item(key);
     const observed = deps.observe(key);
     if (!item || !observed) return;
@@ -218,6 +233,7 @@ export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
     );
     memory.state = state;
     if (decision.mode === "off") return;
+    noteEarly(decision, early);
 
     // Status first: the API explains an applied change with the recommendation status holds.
     const written = await deps.report(key, { status: scalingStatusOf(decision, memory.lastScaleAt), ...(decision.condition && { condition: decision.condition }) }, STATUS_WAIT_MS);

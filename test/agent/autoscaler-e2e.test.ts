@@ -12,7 +12,7 @@ const LONG_REQUEST_TOKENS = 2500;
 
 interface ScaledEvent {
   type: string;
-  data: { role: string; from: number; to: number; mode: string; reason: string; actor: { kind: string }; signals: Array<{ name: string; value: number }> };
+  data: { role: string; from: number; to: number; mode: string; reason: string; message?: string; actor: { kind: string }; signals: Array<{ name: string; value: number }> };
 }
 
 describe("the autoscaler against the simulated cluster", () => {
@@ -165,6 +165,9 @@ describe("the autoscaler against the simulated cluster", () => {
       expect(up.spec.roles[0].replicas).toBe(2);
       // The loop started after the create: its second regular evaluation is 60 s after that at the earliest.
       expect(Date.now() - createdAt).toBeLessThan(58_000);
+      // The applied change says why it came early.
+      const event = await eventually("the scaling event", async () => (await scalingEvents(id)).find((e) => e.data.mode === "active" && e.data.to === 2));
+      expect(event.data.message).toMatch(/evaluated early: \d+ requests at the router over 2 batch slots/);
     } finally {
       expect(await load.stop()).toBe(0);
     }
