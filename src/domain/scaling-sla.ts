@@ -4,6 +4,7 @@
 import type { EngineName, Role } from "./deployment-spec.ts";
 import { gpuProfile, type GpuType } from "./gpu-profiles.ts";
 import { modelFactsForName } from "./model-sizes.ts";
+import { readFlags } from "./flag-reader.ts";
 import { createPerfModel, type PerfModel } from "./perf-model.ts";
 import { KV_TRANSFER_GBS } from "./planner.ts";
 import { engineBatchLimits, estimateAggregated, estimateDecode, estimatePrefill, type BatchLimits, type Workload } from "./serving-estimate.ts";
@@ -65,19 +66,16 @@ const LIMIT_FLAGS: Readonly<Record<EngineName, { maxRunning: string; maxBatchedT
 };
 
 /**
- * The engine's defaults overridden by the role's `extraArgs` (`--flag N` or `--flag=N`, the last
- * one winning as in argparse; vLLM also takes underscores). A bench or user who caps the batch at
- * 32 sequences must not be sized as if it held the default 1024.
+ * The engine's defaults overridden by the role's `extraArgs`, read as the simulator reads an
+ * engine command line (readFlags: `--flag N` or `--flag=N`, the last one winning as in argparse,
+ * `_` for `-`). A bench or user who caps the batch at 32 sequences must not be sized as if it held
+ * the default 1024.
  */
 export function batchLimitsOf(engine: EngineName, defaults: BatchLimits, extraArgs: readonly string[]): BatchLimits {
-  const flags = LIMIT_FLAGS[engine];
+  const { values } = readFlags(extraArgs, {});
   const limits = { ...defaults };
-  for (let i = 0; i < extraArgs.length; i++) {
-    const [rawName, inline] = extraArgs[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
-    const name = rawName.startsWith("--") ? `--${rawName.slice(2).replaceAll("_", "-")}` : rawName;
-    const key = name === flags.maxRunning ? "maxRunning" : name === flags.maxBatchedTokens ? "maxBatchedTokens" : undefined;
-    if (!key) continue;
-    const value = Number(inline ?? extraArgs[i + 1]);
+  for (const key of ["maxRunning", "maxBatchedTokens"] as const) {
+    const value = Number(values.get(LIMIT_FLAGS[engine][key])?.at(-1));
     if (Number.isInteger(value) && value > 0) limits[key] = value;
   }
   return limits;

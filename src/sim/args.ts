@@ -3,7 +3,7 @@
 // flags are kept and ignored (extraArgs may carry anything), so only what the simulator models is read.
 import { parseArgs } from "node:util";
 import { GPU_TYPES, isGpuType, type GpuType } from "../domain/gpu-profiles.ts";
-import { FlagReader, readFlags, UsageError } from "./flag-reader.ts";
+import { FlagReader, readFlags, UsageError } from "../domain/flag-reader.ts";
 
 export type Flavour = "vllm" | "sglang";
 export type DisaggregationMode = "null" | "prefill" | "decode";
