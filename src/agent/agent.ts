@@ -6,6 +6,7 @@
 // the kinds it reads have listed once, nor before the cache shows its previous pass's writes
 // (expectations, bounded). Losing the API only stops news: what the agent last knew keeps being
 // reconciled as is.
+import { sleepUnlessAborted } from "./abortable.ts";
 import type { RenderInput } from "../../k8s/render/index.ts";
 import { namespaceName, resolveOptions } from "../../k8s/render/index.ts";
 import type { Clock } from "../domain/clock.ts";
@@ -157,11 +158,7 @@ export function createAgent({
     },
   };
 
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      abort.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-    });
+  const sleep = (ms: number) => sleepUnlessAborted(ms, abort.signal);
 
   let inventory: Inventory | undefined;
   const autoscaler = createAutoscaler({
@@ -398,9 +395,13 @@ export function createAgent({
 
   async function pollDesired(): Promise<void> {
     let since = 0;
+    let first = true;
     while (!stopped) {
       try {
-        const state = await api.desired(since, since === 0 ? 0 : config.waitSeconds, abort.signal);
+        // Only the first call answers at once; every later one long-polls, at resourceVersion 0 too
+        // (an empty database), so an idle agent sends one request per waitSeconds.
+        const state = await api.desired(since, first ? 0 : config.waitSeconds, abort.signal);
+        first = false;
         for (const item of state.items) {
           const known = desired.get(item.deployment.id);
           if (known && known.deployment.resourceVersion > item.deployment.resourceVersion) continue;

@@ -2,6 +2,7 @@
 // long-poll, status writes and deletion confirmation. Transient failures (network, 5xx, 429)
 // are retried with capped backoff; callers treat a final failure as "no news" and keep every
 // workload as it is — losing the API never deletes or scales anything down.
+import { sleepUnlessAborted, withChildSignal } from "./abortable.ts";
 import type { DesiredState, Heartbeat } from "../domain/cluster.ts";
 import type { DeploymentStatus, Role } from "../domain/deployment-spec.ts";
 import type { Deployment } from "../domain/deployment.ts";
@@ -54,11 +55,6 @@ const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseMs: 200, capMs: 5_000 };
 
 const retryable = (status: number) => status === 429 || status >= 500;
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-  });
 
 async function request(
   baseUrl: string,
@@ -69,20 +65,22 @@ async function request(
 ): Promise<{ status: number; body: unknown }> {
   let lastError: unknown;
   for (let attempt = 0; attempt < options.retry.attempts; attempt++) {
-    if (attempt > 0) await sleep(Math.min(options.retry.capMs, options.retry.baseMs * 2 ** (attempt - 1)), options.signal);
+    if (attempt > 0) await sleepUnlessAborted(Math.min(options.retry.capMs, options.retry.baseMs * 2 ** (attempt - 1)), options.signal);
     if (options.signal?.aborted) break;
     try {
-      const res = await fetch(new URL(path, baseUrl), {
-        method,
-        headers: {
-          ...(token ? { Authorization: `Bearer ${token}` } : {}),
-          ...(options.body === undefined ? {} : { "Content-Type": "application/json" }),
-          ...options.headers,
-        },
-        body: options.body === undefined ? undefined : JSON.stringify(options.body),
-        signal: options.signal,
+      const { res, text } = await withChildSignal(options.signal, async (signal) => {
+        const response = await fetch(new URL(path, baseUrl), {
+          method,
+          headers: {
+            ...(token ? { Authorization: `Bearer ${token}` } : {}),
+            ...(options.body === undefined ? {} : { "Content-Type": "application/json" }),
+            ...options.headers,
+          },
+          body: options.body === undefined ? undefined : JSON.stringify(options.body),
+          signal,
+        });
+        return { res: response, text: await response.text() };
       });
-      const text = await res.text();
       const body: unknown = text === "" ? undefined : JSON.parse(text);
       if (res.ok || options.okStatuses?.includes(res.status)) return { status: res.status, body };
       lastError = new ApiError(res.status, body, `${method} ${path}: ${res.status} ${text.slice(0, 300)}`);

@@ -7,6 +7,7 @@
 // the resourceVersion that write returned. Samples and the decision state live in memory per
 // deployment: a restarted agent starts with first reads (no rates) and an empty window, which
 // only delays scale-downs.
+import { sleepUnlessAborted } from "./abortable.ts";
 import { resolveOptions } from "../../k8s/render/index.ts";
 import type { Inventory } from "../domain/cluster.ts";
 import type { Deployment } from "../domain/deployment.ts";
@@ -109,11 +110,7 @@ export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
     return item !== undefined && !item.deleting && (item.deployment.spec.scaling?.mode ?? "off") !== "off";
   };
 
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      abort.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-    });
+  const sleep = (ms: number) => sleepUnlessAborted(ms, abort.signal);
 
   async function loop(key: string): Promise<void> {
     const memory: Memory = { samples: new Map(), state: emptyScalingState() };

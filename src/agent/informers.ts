@@ -6,6 +6,7 @@
 // (5–10 min by default, as client-go's reflector) and a client-side guard past it, so a silently
 // dead connection cannot freeze the cache. A kind counts as synced once its first list landed;
 // it stays synced while restarting (the cache keeps what it last saw, as client-go's HasSynced).
+import { sleepUnlessAborted } from "./abortable.ts";
 import { type KubernetesListObject, type KubernetesObject, ListWatch, Watch } from "@kubernetes/client-node";
 import { LABELS, MANAGED_BY } from "../../k8s/render/index.ts";
 import { CACHED_KINDS, type CachedKind, ClusterCache } from "./cluster-cache.ts";
@@ -126,11 +127,7 @@ export function createInformers(options: InformerOptions): Informers {
   let stopped = false;
 
   const aborted = new Promise<void>((resolve) => abort.signal.addEventListener("abort", () => resolve(), { once: true }));
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      abort.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-    });
+  const sleep = (ms: number) => sleepUnlessAborted(ms, abort.signal);
   const timeoutSeconds = () => Math.round(options.watchTimeoutSeconds * (1 + Math.random()));
 
   /** Starts one kind's informer and restarts it whenever it stops on an error, until stop(). */

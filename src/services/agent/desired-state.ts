@@ -2,7 +2,9 @@
 // returns every deployment of the cluster; later calls long-poll for changes after
 // `since` — deployments and tombstones, in resourceVersion order — answering as soon as
 // one commits (polled every 250 ms) or empty when the wait ends. Level-triggered: each
-// item is the latest state, never a diff.
+// item is the latest state, never a diff. On a database that never held a deployment the
+// snapshot's resourceVersion is 0, so since=0 long-polls too (changes after 0 are the
+// whole snapshot); otherwise an agent there could only ask again at once, in a busy loop.
 import type { Db } from "../../../db/client.ts";
 import { listDeploymentChanges, snapshotDeployments } from "../../../db/queries/deployments.ts";
 import { findProjectsByIds } from "../../../db/queries/projects.ts";
@@ -22,8 +24,8 @@ export async function getDesiredState({
   input: { since: number; waitSeconds: number; signal?: AbortSignal };
 }): Promise<DesiredState> {
   const agent = requireAgent(ctx.principal);
-  if (input.since === 0) {
-    const snapshot = await snapshotDeployments(ctx.db, { limit: 100_000, clusterId: agent.clusterId });
+  const snapshot = input.since === 0 ? await snapshotDeployments(ctx.db, { limit: 100_000, clusterId: agent.clusterId }) : undefined;
+  if (snapshot && (snapshot.resourceVersion > 0 || input.waitSeconds === 0)) {
     const names = await projectNames(ctx.db, snapshot.rows.map((row) => row.projectId));
     return {
       resourceVersion: snapshot.resourceVersion,
