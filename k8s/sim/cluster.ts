@@ -11,7 +11,7 @@ import { type ObservedRequest, startApiServer } from "./api-server.ts";
 import { DeploymentController } from "./deployment-controller.ts";
 import { EndpointsController } from "./endpoints-controller.ts";
 import { EventRecorder, startEventExpiry } from "./events.ts";
-import { AddressPool } from "./ip-pool.ts";
+import { AddressPool, type AddressMemory } from "./ip-pool.ts";
 import { Kubelet } from "./kubelet.ts";
 import { kubeConfigOptions, writeKubeconfig } from "./kubeconfig.ts";
 import { NamespaceController } from "./namespace-controller.ts";
@@ -47,6 +47,13 @@ export interface SimClusterOptions {
   host?: string;
   /** API server port; 0 (default) picks a free one. */
   port?: number;
+  /** When `port` is taken, listen on a free one instead of failing (`SimCluster.portTaken` then says so). */
+  portFallback?: boolean;
+  /**
+   * Pod and Service addresses from an earlier run (keyed "pods/<ns>/<name>", "services/<ns>/<name>"),
+   * given back to the same objects; onChange hears every change of the assignments (not the releases of stop()).
+   */
+  addressMemory?: AddressMemory;
   /**
    * Bearer token the API server requires: a string is used as given, true makes a random one,
    * false or absent (the default) leaves the loopback API open. kubectl sends no credentials
@@ -74,6 +81,12 @@ export interface SimClusterOptions {
 export interface SimCluster {
   /** `http://127.0.0.1:<port>`. */
   url: string;
+  /** The API server's port. */
+  port: number;
+  /** With portFallback: the requested port was in use, so `port` is another one. */
+  portTaken?: number;
+  /** Every pod and Service address by object key (as addressMemory takes them). */
+  addressAssignments(): Record<string, string>;
   token?: string;
   kubeconfigPath?: string;
   /** For `new KubeConfig().loadFromOptions(...)`. */
@@ -158,11 +171,19 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
   reapOrphans();
   const ownWorkDir = options.workDir === undefined;
   const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), "berth-sim-"));
-  const podAddresses = new AddressPool(options.podAddresses?.first ?? "127.0.1.1", options.podAddresses?.last ?? "127.0.199.254");
-  const serviceAddresses = new AddressPool(options.serviceAddresses?.first ?? "127.0.200.1", options.serviceAddresses?.last ?? "127.0.255.254");
+  let stopping = false;
+  const assignments = () => ({ ...podAddresses.assigned(), ...serviceAddresses.assigned() });
+  const memory: AddressMemory = {
+    remembered: options.addressMemory?.remembered ?? {},
+    onChange: () => {
+      if (!stopping) options.addressMemory?.onChange?.(assignments());
+    },
+  };
+  const podAddresses = new AddressPool(options.podAddresses?.first ?? "127.0.1.1", options.podAddresses?.last ?? "127.0.199.254", memory);
+  const serviceAddresses = new AddressPool(options.serviceAddresses?.first ?? "127.0.200.1", options.serviceAddresses?.last ?? "127.0.255.254", memory);
   const store = new Store(options.watchHistorySize ?? 10_000);
   const registry = new Registry(store, {
-    allocateClusterIP: () => serviceAddresses.allocate(),
+    allocateClusterIP: (key) => serviceAddresses.allocate(key),
     releaseClusterIP: (ip) => serviceAddresses.release(ip),
   });
   const log = options.log ?? (() => {});
@@ -191,18 +212,32 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
   const stopEventExpiry = startEventExpiry(registry);
 
   const token = typeof options.token === "string" ? options.token : options.token === true ? crypto.randomUUID().replaceAll("-", "") : undefined;
-  const server = await startApiServer({ registry, logs: kubelet, host: options.host, port: options.port, token, log: options.log, onRequest: options.onRequest });
+  const listen = (port: number | undefined) =>
+    startApiServer({ registry, logs: kubelet, host: options.host, port, token, log: options.log, onRequest: options.onRequest });
+  let server: Awaited<ReturnType<typeof startApiServer>>;
+  let portTaken: number | undefined;
+  try {
+    server = await listen(options.port);
+  } catch (error) {
+    if (!options.portFallback || (error as NodeJS.ErrnoException).code !== "EADDRINUSE") throw error;
+    portTaken = options.port;
+    server = await listen(0);
+  }
   const kubeconfigPath = options.kubeconfigPath ? writeKubeconfig(options.kubeconfigPath, server.url, { token }) : undefined;
 
   let stopped: Promise<void> | undefined;
   return {
     url: server.url,
+    port: Number(new URL(server.url).port),
+    ...(portTaken !== undefined && { portTaken }),
+    addressAssignments: assignments,
     ...(token && { token }),
     ...(kubeconfigPath && { kubeconfigPath }),
     kubeConfigOptions: kubeConfigOptions(server.url, { token }),
     processIds: () => kubelet.pids(),
     stop: (stopOptions = {}) =>
       (stopped ??= (async () => {
+        stopping = true;
         await kubelet.stop(stopOptions);
         for (const controller of [scheduler, endpoints, proxy, deployments, namespaces]) controller.stop();
         stopEventExpiry();

@@ -4,6 +4,9 @@
 // listener on it (port 65535, outside the ephemeral range), so two simulated clusters on one
 // machine (parallel test files) never hand out the same address; the claim ends with the
 // process. Released addresses are reused only after the rest of the range, like real IPAM.
+// An allocation may name its object ("pods/ns/name"): addresses remembered from an earlier run
+// are then handed back to the same objects (and kept from others) so a restarted cluster keeps
+// the addresses clients hold, as long as nothing else took them meanwhile.
 import { createServer, type Server } from "node:net";
 
 export const SENTINEL_PORT = 65535;
@@ -32,20 +35,60 @@ function claim(address: string): Promise<Server | undefined> {
   });
 }
 
+export interface AddressMemory {
+  /** Object key → address, from an earlier run; those addresses are reserved for their keys. */
+  remembered?: Record<string, string>;
+  /** Called after each keyed allocation or release with every key's address (held or still reserved). */
+  onChange?: (assigned: Record<string, string>) => void;
+}
+
 export class AddressPool {
   readonly #first: number;
   readonly #last: number;
   #next: number;
   readonly #claims = new Map<string, Server>();
+  /** Keys of the addresses this pool holds for named objects. */
+  readonly #keys = new Map<string, string>();
+  /** Remembered addresses not yet handed back (key → address). */
+  readonly #reserved: Map<string, string>;
+  readonly #onChange: ((assigned: Record<string, string>) => void) | undefined;
 
-  constructor(first: string, last: string) {
+  constructor(first: string, last: string, memory: AddressMemory = {}) {
     this.#first = toNumber(first);
     this.#last = toNumber(last);
     this.#next = this.#first;
+    const inRange = Object.entries(memory.remembered ?? {}).filter(([, address]) => {
+      try {
+        const n = toNumber(address);
+        return n >= this.#first && n <= this.#last;
+      } catch {
+        return false;
+      }
+    });
+    this.#reserved = new Map(inRange);
+    this.#onChange = memory.onChange;
   }
 
-  /** The next free address in the range, claimed; throws when the range is exhausted. */
-  async allocate(): Promise<string> {
+  /** Every key's address: those held now and those remembered but not yet asked for. */
+  assigned(): Record<string, string> {
+    return Object.fromEntries([...this.#reserved, ...[...this.#keys].map(([address, key]) => [key, address] as const)]);
+  }
+
+  /**
+   * An address, claimed: the one remembered for `key` when it is still free, else the next
+   * free address in the range that is not reserved for another key. Throws when the range is exhausted.
+   */
+  async allocate(key?: string): Promise<string> {
+    const remembered = key === undefined ? undefined : this.#reserved.get(key);
+    if (key !== undefined && remembered !== undefined) {
+      this.#reserved.delete(key);
+      if (!this.#claims.has(remembered)) {
+        const server = await claim(remembered);
+        if (server && !this.#claims.has(remembered)) return this.#hold(remembered, server, key);
+        server?.close();
+      }
+    }
+    const reserved = new Set(this.#reserved.values());
     const size = this.#last - this.#first + 1;
     for (let tried = 0; tried < size; tried++) {
       const candidate = this.#next;
@@ -53,7 +96,7 @@ export class AddressPool {
       const last = candidate & 255;
       if (last === 0 || last === 255) continue;
       const address = toAddress(candidate);
-      if (this.#claims.has(address)) continue;
+      if (this.#claims.has(address) || reserved.has(address)) continue;
       const server = await claim(address);
       if (!server) continue;
       // Another allocate() in this process may have claimed it while we waited.
@@ -61,15 +104,24 @@ export class AddressPool {
         server.close();
         continue;
       }
-      this.#claims.set(address, server);
-      return address;
+      return this.#hold(address, server, key);
     }
     throw new Error(`no free address in ${toAddress(this.#first)}–${toAddress(this.#last)}`);
+  }
+
+  #hold(address: string, server: Server, key: string | undefined): string {
+    this.#claims.set(address, server);
+    if (key !== undefined) {
+      this.#keys.set(address, key);
+      this.#onChange?.(this.assigned());
+    }
+    return address;
   }
 
   release(address: string): void {
     this.#claims.get(address)?.close();
     this.#claims.delete(address);
+    if (this.#keys.delete(address)) this.#onChange?.(this.assigned());
   }
 
   close(): void {

@@ -246,7 +246,7 @@ class PodWorker {
   async #run(): Promise<void> {
     const { options } = this.kubelet;
     try {
-      this.ip = await options.addresses.allocate();
+      this.ip = await options.addresses.allocate(`pods/${this.namespace}/${this.name}`);
     } catch (error) {
       this.event("Warning", "FailedCreatePodSandBox", `Failed to create pod sandbox: ${(error as Error).message}`);
       return;

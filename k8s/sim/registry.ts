@@ -82,7 +82,8 @@ export type WatchListener = (type: ChangeType, object: KubeObject) => void;
 
 export interface RegistryHooks {
   /** Claims a ClusterIP for a new Service. */
-  allocateClusterIP?(): Promise<string>;
+  /** `key` names the Service ("services/<namespace>/<name>"), so a restarted cluster can give it its address again. */
+  allocateClusterIP?(key: string): Promise<string>;
   releaseClusterIP?(ip: string): void;
 }
 
@@ -317,7 +318,7 @@ export class Registry {
       const spec = object.spec as Record<string, any>;
       if (spec.clusterIP !== "None" && spec.type !== "ExternalName") {
         if (spec.clusterIP) throw errors.invalid(resource, name, [fieldError.invalid("spec.clusterIP", spec.clusterIP, "the simulated cluster allocates ClusterIPs itself; give none or \"None\"")]);
-        allocated = await this.hooks.allocateClusterIP();
+        allocated = await this.hooks.allocateClusterIP(`services/${namespace}/${name}`);
         spec.clusterIP = allocated;
         spec.clusterIPs = [allocated];
       } else if (spec.clusterIP === "None") spec.clusterIPs = ["None"];

@@ -1,7 +1,6 @@
 // `berth agent install --print …`: prints the agent's install manifests (k8s/manifests) as
 // multi-document YAML with the credential filled in. There is no apply yet; the output is
 // meant for `kubectl apply -f -`. Bad flags exit 2 before anything is printed.
-import { parseArgs } from "node:util";
 import {
   agentInstallYaml,
   DEFAULT_IMAGE,
@@ -10,6 +9,7 @@ import {
   renderAgentInstall,
 } from "../../k8s/manifests/agent-install.ts";
 import { isDns1123Label } from "../domain/deployment-spec.ts";
+import { parseCommandArgs, reportUsage } from "./args.ts";
 
 export const INSTALL_USAGE = `usage: berth agent install --print --api URL [--token ba_…] [--image IMAGE] [--namespace NS]
 
@@ -37,23 +37,23 @@ export async function runAgentInstall(args: string[], io: Io): Promise<number> {
   };
   let values;
   try {
-    ({ values } = parseArgs({
-      args,
+    ({ values } = parseCommandArgs(args, {
+      name: "berth agent install",
+      usage: INSTALL_USAGE,
       options: {
         print: { type: "boolean" },
         api: { type: "string" },
         token: { type: "string" },
         image: { type: "string" },
         namespace: { type: "string" },
-        help: { type: "boolean" },
       },
     }));
   } catch (error) {
-    return fail((error as Error).message);
-  }
-  if (values.help) {
-    await io.stdout(INSTALL_USAGE);
-    return 0;
+    let written = Promise.resolve();
+    const code = reportUsage("berth agent install", error, { stdout: (text) => void (written = io.stdout(text)), stderr: io.stderr });
+    if (code === undefined) throw error;
+    await written;
+    return code;
   }
   if (!values.print) return fail("--print is required (there is no apply yet: pipe the output to kubectl apply -f -)");
   if (values.api === undefined) return fail("--api URL is required");

@@ -1,14 +1,17 @@
-// The `berth` command. Each subcommand parses configuration once and hands it to its
-// entry; unknown commands print usage and exit 2.
+// The `berth` command. Each subcommand parses its flags with the shared helper (args.ts) and
+// configuration once, then hands both to its entry. `--help`/`-h` on any command prints its
+// usage on stdout and does nothing else; unknown commands and flags print one line naming
+// them, then the usage, on stderr (exit 2).
 import { writeFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import type { Config } from "../api/config.ts";
+import { parseCommandArgs, parsePort, reportUsage } from "./args.ts";
 
 const USAGE = `usage: berth <command>
 
 commands:
-  up [--reset]          the API, a simulated GPU cluster and an agent in one command (npm start)
-  serve                 run the API (PORT, HOST, DATABASE_URL, BERTH_DATA_DIR, BERTH_ADMIN_TOKEN)
+  up [--reset] [--port N] [--verbose]
+                        the API, a simulated GPU cluster and an agent in one command (npm start)
+  serve [--port N]      run the API (PORT, HOST, DATABASE_URL, BERTH_DATA_DIR, BERTH_ADMIN_TOKEN)
   migrate               apply database migrations and exit
   openapi [--out FILE]  print (or write) the OpenAPI 3.1 document
   sim-engine [flags] -- <vllm or sglang command line>
@@ -33,7 +36,39 @@ user commands (BERTH_URL/BERTH_TOKEN or \`berth login\`; --help on each):
   webhooks list|create|delete|test
                                   webhook endpoints
   plan -f FILE [--apply]          plan a deployment request and print the ranked candidates
+
+berth help COMMAND (or berth COMMAND --help) prints a command's usage.
 `;
+
+const SERVE_USAGE = `usage: berth serve [--port N] [--host ADDRESS]
+
+Runs the API. Configuration from the environment:
+  PORT (default 8787; --port wins), HOST (default 127.0.0.1; --host wins), DATABASE_URL
+  (postgres://…, a PGlite directory or memory://; default: PGlite in $BERTH_DATA_DIR/db),
+  BERTH_DATA_DIR (default ./.berth), BERTH_ADMIN_TOKEN (an admin bearer token of your own,
+  at least 16 characters), LOG_LEVEL (trace|debug|info|warn|error|silent, default info).`;
+
+const MIGRATE_USAGE = `usage: berth migrate
+
+Applies the database migrations (DATABASE_URL, else PGlite in $BERTH_DATA_DIR/db) and exits.`;
+
+const OPENAPI_USAGE = `usage: berth openapi [--out FILE]
+
+Prints the OpenAPI 3.1 document of the API, or writes it to FILE.`;
+
+const PORT_OPTIONS = { port: { type: "string" }, host: { type: "string" } } as const;
+
+/** A listen failure the user can fix (the port is taken, the address is not this machine's) as one line. */
+function listenFailure(error: unknown, config: Config): string | undefined {
+  const code = (error as { code?: string }).code;
+  if (code === "EADDRINUSE") {
+    return `port ${config.port} on ${config.host} is in use; stop what holds it or choose another with --port N (or PORT=N)`;
+  }
+  if (code === "EADDRNOTAVAIL") return `cannot listen on ${config.host}: not an address of this machine (set --host or HOST)`;
+  if (code === "EACCES") return `no permission to listen on port ${config.port}; choose one above 1023 with --port N (or PORT=N)`;
+  return undefined;
+}
+
 
 /** User commands, each in its own module, loaded only when run (so serve, router and sim-engine start fast). */
 const USER_COMMANDS: Record<string, () => Promise<{ run(args: string[]): Promise<void> }>> = {
@@ -52,90 +87,126 @@ const USER_COMMANDS: Record<string, () => Promise<{ run(args: string[]): Promise
 };
 
 /** Loaded on demand: `sim-engine` and `router` start many times at once and need none of it. */
-async function loadConfig(): Promise<Config> {
+async function loadConfig(command: string, overrides: Partial<Config> = {}): Promise<Config> {
   const { parseConfig } = await import("../api/config.ts");
   try {
-    return parseConfig(process.env);
+    return { ...parseConfig(process.env), ...overrides };
   } catch (error) {
-    process.stderr.write(`berth: ${(error as Error).message}\n`);
+    process.stderr.write(`berth ${command}: ${(error as Error).message}\n`);
     process.exit(2);
   }
 }
 
-async function main(argv: string[]): Promise<void> {
+const stdio = { stdout: (text: string) => void process.stdout.write(text), stderr: (text: string) => void process.stderr.write(text) };
+
+/** Runs a built-in command; usage requests and mistakes end it as args.ts says. */
+async function builtin(name: string, run: () => Promise<number | void>): Promise<number | void> {
+  try {
+    return await run();
+  } catch (error) {
+    const code = reportUsage(`berth ${name}`, error, stdio);
+    if (code === undefined) throw error;
+    return code;
+  }
+}
+
+async function main(argv: string[]): Promise<number | void> {
   const [command, ...rest] = argv;
+  if (command === undefined || command === "--help" || command === "-h" || (command === "help" && rest.length === 0)) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (command === "help") return main([rest[0]!, "--help"]);
   switch (command) {
-    case "serve": {
-      const { startServer } = await import("../api/serve-node.ts");
-      const server = await startServer(await loadConfig());
-      const stop = async () => {
-        await server.close();
-        process.exit(0);
-      };
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
-      return;
-    }
-    case "up": {
-      const { parseUpArgs, runUp, UsageError, UP_USAGE } = await import("./up.ts");
-      if (rest.includes("--help")) {
-        process.stdout.write(`${UP_USAGE}\n`);
-        return;
-      }
-      try {
-        await runUp(await loadConfig(), parseUpArgs(rest));
-      } catch (error) {
-        if (!(error instanceof UsageError)) throw error;
-        process.stderr.write(`berth up: ${error.message}\n${UP_USAGE}\n`);
-        process.exit(2);
-      }
-      return;
-    }
-    case "migrate": {
-      const { openDatabase } = await import("../api/serve-node.ts");
-      const database = await openDatabase(await loadConfig());
-      await database.migrate();
-      await database.close();
-      process.stdout.write(`berth: migrations applied (${database.driver})\n`);
-      return;
-    }
-    case "openapi": {
-      const { values } = parseArgs({ args: rest, options: { out: { type: "string" } } });
-      const { renderOpenApiJson } = await import("../api/openapi-file.ts");
-      const json = await renderOpenApiJson();
-      if (values.out) writeFileSync(values.out, json);
-      else process.stdout.write(json);
-      return;
-    }
+    case "serve":
+      return builtin("serve", async () => {
+        const { values } = parseCommandArgs(rest, { name: "berth serve", usage: SERVE_USAGE, options: PORT_OPTIONS });
+        const port = parsePort(values.port, SERVE_USAGE);
+        const config = await loadConfig("serve", { ...(port === undefined ? {} : { port }), ...(values.host ? { host: values.host } : {}) });
+        const { startServer } = await import("../api/serve-node.ts");
+        let server;
+        try {
+          server = await startServer(config);
+        } catch (error) {
+          const line = listenFailure(error, config);
+          if (!line) throw error;
+          process.stderr.write(`berth serve: ${line}\n`);
+          return 1;
+        }
+        const stop = async () => {
+          await server.close();
+          process.exit(0);
+        };
+        process.once("SIGINT", stop);
+        process.once("SIGTERM", stop);
+      });
+    case "up":
+      return builtin("up", async () => {
+        const { parseUpArgs, runUp } = await import("./up.ts");
+        const options = parseUpArgs(rest);
+        const config = await loadConfig("up", options.port === undefined ? {} : { port: options.port });
+        try {
+          await runUp(config, options, process.env);
+        } catch (error) {
+          const line = listenFailure(error, config);
+          if (!line) throw error;
+          process.stderr.write(`berth up: ${line}\n`);
+          process.exit(1);
+        }
+      });
+    case "migrate":
+      return builtin("migrate", async () => {
+        parseCommandArgs(rest, { name: "berth migrate", usage: MIGRATE_USAGE, options: {} });
+        const { openDatabase } = await import("../api/serve-node.ts");
+        const database = await openDatabase(await loadConfig("migrate"));
+        await database.migrate();
+        await database.close();
+        process.stdout.write(`berth: migrations applied (${database.driver})\n`);
+      });
+    case "openapi":
+      return builtin("openapi", async () => {
+        const { values } = parseCommandArgs(rest, { name: "berth openapi", usage: OPENAPI_USAGE, options: { out: { type: "string" } } });
+        const { renderOpenApiJson } = await import("../api/openapi-file.ts");
+        const json = await renderOpenApiJson();
+        if (values.out) writeFileSync(values.out, json);
+        else process.stdout.write(json);
+      });
     case "sim-engine": {
+      // Its flags are vLLM's and SGLang's, read by the simulator's own argparse-like reader.
       const { runSimEngine } = await import("../sim/cli.ts");
       await runSimEngine(rest);
       return;
     }
     case "router": {
+      // Flags and environment both configure it, in one parser of its own (router/config.ts).
       const { runRouter } = await import("../router/cli.ts");
       await runRouter(rest);
       return;
     }
-    case "agent": {
-      const { run } = await import("./agent.ts");
-      await run(rest);
-      process.exit(0);
-    }
+    case "agent":
+      return builtin("agent", async () => {
+        const { run } = await import("./agent.ts");
+        return await run(rest);
+      });
     default: {
-      const load = command === undefined ? undefined : USER_COMMANDS[command];
+      const load = USER_COMMANDS[command];
       if (load) {
         const [{ run }, { runCommand }] = await Promise.all([load(), import("./user/session.ts")]);
-        process.exitCode = await runCommand(() => run(rest));
-        return;
+        return await runCommand(command, () => run(rest));
       }
-      process.stderr.write(USAGE);
-      process.exit(command === undefined || command === "help" || command === "--help" ? 0 : 2);
+      const what = command.startsWith("-") ? `unknown option ${command}` : `unknown command "${command}"`;
+      process.stderr.write(`berth: ${what}\n\n${USAGE}`);
+      return 2;
     }
   }
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`berth: ${(error as Error).stack ?? String(error)}\n`);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (typeof code === "number") process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`berth: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -69,9 +69,9 @@ describe("berth agent install --print", () => {
     ["a user key as --token", ["--print", "--api", API, "--token", "bp_0123"], "--token must be an agent credential (ba_…, from POST /v1/agent/register), not a user key"],
     ["--namespace not a DNS label", ["--print", "--api", API, "--namespace", "Berth_System"], '--namespace must be a DNS-1123 label'],
     ["an empty --image", ["--print", "--api", API, "--image", ""], "--image must be a non-empty image reference without spaces"],
-    ["an unknown flag", ["--print", "--api", API, "--apply"], "Unknown option '--apply'"],
-    ["a stray argument", ["--print", "--api", API, "kubectl"], "Unexpected argument 'kubectl'"],
-    ["a flag without its value", ["--print", "--api"], "Option '--api <value>' argument missing"],
+    ["an unknown flag", ["--print", "--api", API, "--apply"], "unknown option --apply"],
+    ["a stray argument", ["--print", "--api", API, "kubectl"], 'unexpected argument "kubectl"'],
+    ["a flag without its value", ["--print", "--api"], "option --api needs a value"],
   ])("%s: exit 2, a message naming the problem, nothing on stdout", async (_name, args, message) => {
     // In process (the same function the command runs): a process per case would add seconds each.
     const result = await installInProcess(args);
@@ -97,12 +97,12 @@ describe("berth agent install --print", () => {
   it("leaves `berth agent` as it was, and `berth --help` lists the install command", async () => {
     const agent = await runBerth(["agent", "--help"], {});
     expect(agent.code).toBe(0);
-    expect(agent.stdout).toBe("usage: berth agent --api URL --token ba_… [--kubeconfig FILE] [--router-image IMAGE]\n");
+    expect(agent.stdout).toMatch(/^usage: berth agent --api URL --token ba_… \[--kubeconfig FILE\] \[--router-image IMAGE\]\n/);
     const noFlags = await runBerth(["agent"], { BERTH_API_URL: undefined, BERTH_AGENT_TOKEN: undefined });
     expect(noFlags.code).toBe(2);
     expect(noFlags.stderr).toContain("berth agent: --api URL and --token are required");
     const help = await runBerth(["--help"], {});
-    expect(help.stderr).toContain("agent install --print --api URL [--token ba_…]");
+    expect(help.stdout).toContain("agent install --print --api URL [--token ba_…]");
   });
 });
 

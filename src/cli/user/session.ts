@@ -2,10 +2,11 @@
 // where the URL and token come from (flags, then BERTH_URL/BERTH_TOKEN/BERTH_PROJECT,
 // then the saved login), the generated client, output in table/json/yaml, and one way
 // of reporting errors: a problem's title, detail and each errors[] location on stderr.
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { parseArgs } from "node:util";
 import { stringify as toYaml } from "yaml";
 import { BerthApiError, createBerthClient, type BerthClient } from "../../../clients/typescript/src/index.ts";
 import { configPath, readSavedConfig } from "./config-file.ts";
+import { type OptionSpecs, parseCommandArgs, reportUsage, UsageError } from "../args.ts";
 
 export const OUTPUT_FORMATS = ["table", "json", "yaml"] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
@@ -24,8 +25,6 @@ export const COMMON_HELP = `common flags:
   --project ID    project for creates and by-name lookups, when the key is not bound to one (else BERTH_PROJECT)
   -o, --output    table (default), json or yaml`;
 
-type OptionsConfig = NonNullable<ParseArgsConfig["options"]>;
-
 /** An error the user can fix; printed as "berth: <message>" with its exit code. */
 export class CliError extends Error {
   constructor(
@@ -36,34 +35,20 @@ export class CliError extends Error {
   }
 }
 
-/** --help: the usage goes to stdout and the command succeeds. */
-class UsageRequested extends CliError {
-  constructor(usage: string) {
-    super(usage, 0);
-  }
-}
-
-export function usageError(message: string, usage: string): CliError {
-  return new CliError(`${message}\n\n${usage}`, 2);
+/** A command-line mistake: "berth <command>: <message>", the usage, exit 2. */
+export function usageError(message: string, usage: string): UsageError {
+  return new UsageError(message, usage);
 }
 
 /** Parses a command's arguments: its own options plus the common ones, positionals anywhere. */
-type Parsed<O extends OptionsConfig> = ReturnType<
+type Parsed<O extends OptionSpecs> = ReturnType<
   typeof parseArgs<{ args: string[]; options: typeof COMMON_OPTIONS & O; allowPositionals: true; strict: true }>
 >;
 
-export function parseCommand<const O extends OptionsConfig>(args: string[], options: O, usage: string): Parsed<O> {
-  let parsed: Parsed<O>;
-  try {
-    const all = { ...COMMON_OPTIONS, ...options } as typeof COMMON_OPTIONS & O;
-    parsed = parseArgs({ args, options: all, allowPositionals: true as const, strict: true as const });
-  } catch (error) {
-    if ((error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) throw usageError((error as Error).message, usage);
-    throw error;
-  }
-  const common = parsed.values as CommonValues & { help?: boolean };
-  if (common.help) throw new UsageRequested(usage);
-  const output = common.output ?? "table";
+export function parseCommand<const O extends OptionSpecs>(args: string[], options: O, usage: string): Parsed<O> {
+  const all = { ...COMMON_OPTIONS, ...options } as typeof COMMON_OPTIONS & O;
+  const parsed = parseCommandArgs(args, { name: "", usage, options: all, positionals: true }) as Parsed<O>;
+  const output = (parsed.values as CommonValues).output ?? "table";
   if (!(OUTPUT_FORMATS as readonly string[]).includes(output)) {
     throw usageError(`-o must be one of ${OUTPUT_FORMATS.join(", ")} (got "${output}")`, usage);
   }
@@ -97,7 +82,7 @@ export function openSession(values: CommonValues, env: Record<string, string | u
   if (!token) throw new CliError("no API key: run `berth login --url URL --token KEY`, or set BERTH_TOKEN or --token", 2);
   const output = (values.output ?? "table") as OutputFormat;
   return {
-    client: createBerthClient({ baseUrl: url, token }),
+    client: createBerthClient({ baseUrl: url, token, fetch: fetchNamingUrl(url) }),
     url,
     project: values.project ?? (env.BERTH_PROJECT || undefined) ?? saved.project,
     output,
@@ -110,20 +95,45 @@ export function openSession(values: CommonValues, env: Record<string, string | u
   };
 }
 
+/**
+ * A network failure (refused, reset, DNS) with the URL that could not be reached. Still a
+ * TypeError, as fetch's own, so the client's retries treat it as one.
+ */
+export class Unreachable extends TypeError {
+  constructor(
+    readonly url: string,
+    readonly reason: string,
+  ) {
+    super(`cannot reach the API at ${url}: ${reason} (is berth up running? set BERTH_URL)`);
+  }
+}
+
+/** fetch whose network failures name the API's URL. */
+export function fetchNamingUrl(url: string) {
+  const base = url.replace(/\/+$/, "");
+  return async (request: Request, init?: RequestInit): Promise<Response> => {
+    try {
+      return await globalThis.fetch(request, init);
+    } catch (error) {
+      if (!(error instanceof TypeError) || error instanceof Unreachable) throw error;
+      const cause = (error as { cause?: { message?: string; code?: string } }).cause;
+      throw new Unreachable(base, cause?.code ?? cause?.message ?? error.message);
+    }
+  };
+}
+
 export function formatBody(body: unknown, format: "json" | "yaml"): string {
   return format === "yaml" ? toYaml(body) : JSON.stringify(body, null, 2) + "\n";
 }
 
-/** Runs a command and turns whatever it throws into stderr lines and an exit code. */
-export async function runCommand(run: () => Promise<void>): Promise<number> {
+/** Runs `berth <command>` and turns whatever it throws into stdout/stderr lines and an exit code. */
+export async function runCommand(command: string, run: () => Promise<void>): Promise<number> {
   try {
     await run();
     return 0;
   } catch (error) {
-    if (error instanceof UsageRequested) {
-      process.stdout.write(error.message + "\n");
-      return 0;
-    }
+    const usage = reportUsage(`berth ${command}`, error, { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) });
+    if (usage !== undefined) return usage;
     process.stderr.write(describeFailure(error).join("\n") + "\n");
     return error instanceof CliError ? error.exitCode : 1;
   }
@@ -138,11 +148,7 @@ export function describeFailure(error: unknown): string[] {
     for (const line of error.fieldErrors) lines.push(`  ${line}`);
     return lines;
   }
-  if (error instanceof CliError) return [`berth: ${error.message}`];
-  if (error instanceof TypeError && error.message === "fetch failed") {
-    const cause = (error as { cause?: { message?: string; code?: string } }).cause;
-    return [`berth: cannot reach the API: ${cause?.code ?? cause?.message ?? error.message}`];
-  }
+  if (error instanceof CliError || error instanceof Unreachable) return [`berth: ${error.message}`];
   return [`berth: ${(error as Error)?.message ?? String(error)}`];
 }
 
