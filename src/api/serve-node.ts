@@ -40,9 +40,20 @@ export async function startServer(config: Config): Promise<RunningServer> {
     makeDirectory,
     webhookTransport: nodeWebhookTransport,
   });
-  const server = await new Promise<ServerType>((resolve) => {
-    const s = serve({ fetch: api.app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
-  });
+  let server: ServerType;
+  try {
+    server = await new Promise<ServerType>((resolve, reject) => {
+      const s = serve({ fetch: api.app.fetch, port: config.port, hostname: config.host }, () => {
+        s.off("error", reject);
+        resolve(s);
+      });
+      // A port in use (EADDRINUSE) is the caller's to report, not an unhandled 'error' event.
+      s.once("error", reject);
+    });
+  } catch (error) {
+    await api.close();
+    throw error;
+  }
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const url = `http://${config.host}:${port}`;

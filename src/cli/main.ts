@@ -45,8 +45,8 @@ const SERVE_USAGE = `usage: berth serve [--port N] [--host ADDRESS]
 Runs the API. Configuration from the environment:
   PORT (default 8787; --port wins), HOST (default 127.0.0.1; --host wins), DATABASE_URL
   (postgres://…, a PGlite directory or memory://; default: PGlite in $BERTH_DATA_DIR/db),
-  BERTH_DATA_DIR (default ./.berth), BERTH_ADMIN_TOKEN (an admin bearer token of your own,
-  at least 16 characters), LOG_LEVEL (trace|debug|info|warn|error|silent, default info).`;
+  BERTH_DATA_DIR (default ./.berth), BERTH_ADMIN_TOKEN (your own admin bearer token, 16 or
+  more characters), LOG_LEVEL (trace|debug|info|warn|error|silent, default info).`;
 
 const MIGRATE_USAGE = `usage: berth migrate
 

@@ -214,6 +214,6 @@ spec:
 
     const usage = await berth(["scale", "chat"]);
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toMatch(/^berth: scale needs a deployment and at least one ROLE=REPLICAS\n\nusage: berth scale/);
+    expect(usage.stderr).toMatch(/^berth scale: scale needs a deployment and at least one ROLE=REPLICAS\n\nusage: berth scale/);
   });
 });

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { etagOf, unwrap, type Deployment, type components } from "../../../clients/typescript/src/index.ts";
+import { DeploymentName } from "../../domain/deployment-spec.ts";
 import { deploymentAddress } from "../user/deployment-address.ts";
 import { show } from "../user/format.ts";
 import { diffJson, type JsonChange } from "../user/json-diff.ts";
@@ -54,13 +55,16 @@ function readDocuments(file: string): { where: string; body: Record<string, unkn
   const documents = parseAllDocuments(text);
   const list = Array.isArray(documents) ? documents : [documents];
   return list.flatMap((document, index) => {
-    const where = list.length > 1 ? `${file} (document ${index + 1})` : file;
+    const where = `${file === "-" ? "standard input" : file} (document ${index + 1})`;
     if (document.errors.length > 0) throw new CliError(`${where}: ${document.errors[0]!.message}`);
     const value = document.toJS() as unknown;
     if (value === null || value === undefined) return [];
     if (typeof value !== "object" || Array.isArray(value)) throw new CliError(`${where}: expected an object { name, spec, … }`);
     const body = Object.fromEntries(Object.entries(value).filter(([key]) => !READ_ONLY.includes(key)));
-    if (typeof body.name !== "string") throw new CliError(`${where}: needs a "name"`);
+    if (typeof body.name !== "string") throw new CliError(`${where}: field "name" is required (a string)`);
+    // Checked here, before the name becomes part of a URL: the API would only say that the path names no deployment.
+    const named = DeploymentName.safeParse(body.name);
+    if (!named.success) throw new CliError(`${where}: field "name": ${JSON.stringify(body.name)} ${named.error.issues[0]!.message}`);
     return [{ where, body }];
   });
 }
