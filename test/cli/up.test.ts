@@ -1,7 +1,8 @@
 // `berth up` end to end, as the README walks through it: one command starts the API, the
 // simulated cluster and the agent; `berth apply` of the example → Ready; a chat completion at
 // status.endpoint; kubectl shows the pods; SIGTERM exits within 3 s and kills the pods; a
-// restart reuses the cluster and converges again; --reset starts empty.
+// restart reuses the cluster, the kubeconfig's server URL and the endpoint address and converges
+// again; --reset starts empty. Quiet by default: start-up lines, then the banner last (also in up.txt).
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,14 +23,15 @@ interface Up {
   adminToken: string;
   projectId: string;
   kubeconfig: string;
+  stdout: () => string;
   stderr: () => string;
   exited: Promise<number | null>;
 }
 
-/** Starts `berth up` and resolves once it has printed its ready line and banner. */
+/** Starts `berth up` (LOG_LEVEL unset: its default, quiet output) and resolves once it has printed its banner. */
 async function startUp(args: string[] = []): Promise<Up> {
   const child = spawn(process.execPath, [BERTH_BIN, "up", "--time-scale", "0.1", ...args], {
-    env: { ...process.env, PORT: "0", BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn", BERTH_ADMIN_TOKEN: "", DATABASE_URL: "" },
+    env: { ...process.env, PORT: "0", BERTH_DATA_DIR: dataDir, LOG_LEVEL: "", BERTH_ADMIN_TOKEN: "", DATABASE_URL: "" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.add(child);
@@ -38,27 +40,28 @@ async function startUp(args: string[] = []): Promise<Up> {
   child.stdout!.on("data", (chunk) => (out += chunk));
   child.stderr!.on("data", (chunk) => (err += chunk));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => (running.delete(child), resolve(code))));
-  const ready = await new Promise<Record<string, string>>((resolve, reject) => {
-    const deadline = setTimeout(() => reject(new Error(`berth up: not ready in 60 s:\n${out}\n${err}`)), 60_000);
+  await new Promise<void>((resolve, reject) => {
+    const deadline = setTimeout(() => reject(new Error(`berth up: not ready in 90 s:\n${out}\n${err}`)), 90_000);
     const poll = setInterval(() => {
-      const line = out.split("\n").find((l) => l.includes('"berth up ready"'));
-      if (line && err.includes("BERTH_PROJECT=")) {
+      if (out.includes("Ctrl-C stops everything")) {
         clearInterval(poll);
         clearTimeout(deadline);
-        resolve(JSON.parse(line));
+        resolve();
       }
     }, 50);
     void exited.then(() => (clearInterval(poll), clearTimeout(deadline), reject(new Error(`berth up exited:\n${out}\n${err}`))));
   });
-  const exported = /export BERTH_URL=(\S+) BERTH_TOKEN=(\S+) BERTH_PROJECT=(\S+)/.exec(err)!;
-  expect(exported[1]).toBe(ready.url);
+  const exported = /export BERTH_URL=(\S+) BERTH_TOKEN=(\S+) BERTH_PROJECT=(\S+)/.exec(out)!;
+  const cluster = /cluster {6}\S+ \((clu_\w+)\)/.exec(out)!;
+  const kubeconfig = /export KUBECONFIG=(\S+)/.exec(out)!;
   return {
     child,
-    url: ready.url!,
-    clusterId: ready.clusterId!,
-    kubeconfig: ready.kubeconfig!,
+    url: exported[1]!,
+    clusterId: cluster[1]!,
+    kubeconfig: kubeconfig[1]!,
     adminToken: exported[2]!,
     projectId: exported[3]!,
+    stdout: () => out,
     stderr: () => err,
     exited,
   };
@@ -137,8 +140,16 @@ describe("berth up", () => {
     const project = await call(first, "GET", `/v1/projects/${first.projectId}`);
     expect(project.body.name).toBe("default");
     expect(project.body.maxGpus).toBeUndefined();
-    // Credentials are kept for restarts, readable by the owner only.
+    // Credentials are kept for restarts, readable by the owner only; the banner too.
     expect(statSync(join(dataDir, "up.json")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dataDir, "up.txt")).mode & 0o777).toBe(0o600);
+    const saved = readFileSync(join(dataDir, "up.txt"), "utf8");
+    expect(saved).toContain(`export BERTH_URL=${first.url} BERTH_TOKEN=${first.adminToken} BERTH_PROJECT=${first.projectId}`);
+    expect(saved).toContain(`export KUBECONFIG=${first.kubeconfig}`);
+    // Quiet: start-up lines on stderr, no request logs; the banner is the last thing printed.
+    expect(first.stderr()).toMatch(/^berth up: starting the API/);
+    expect(first.stderr()).not.toContain('"msg":"request"');
+    expect(first.stdout().trimEnd().endsWith("Ctrl-C stops everything)")).toBe(true);
     expect(JSON.parse(readFileSync(join(dataDir, "up.json"), "utf8"))).toMatchObject({ clusterId: first.clusterId, adminToken: first.adminToken });
   }, 90_000);
 
@@ -171,17 +182,22 @@ describe("berth up", () => {
     await expect(chat(endpoint)).rejects.toThrow();
   }, 30_000);
 
-  it("reuses its cluster, credential and admin token on restart, and converges again", async () => {
+  it("reuses its cluster, credential, admin token, kubeconfig server URL and endpoint address on restart, and converges again", async () => {
+    const server = () => /server: (\S+)/.exec(readFileSync(first.kubeconfig, "utf8"))![1];
+    const serverBefore = server();
     const second = await startUp();
     expect(second.clusterId).toBe(first.clusterId);
     expect(second.adminToken).toBe(first.adminToken);
+    expect(server()).toBe(serverBefore);
+    // The banner's token works on the second start too.
+    expect((await call(second, "GET", "/v1/projects")).status).toBe(200);
     const clusters = await call(second, "GET", "/v1/clusters");
     expect(clusters.body.items).toHaveLength(1);
     // The stored status is the last run's until the new agent's first report: wait for an answer.
-    await eventually("a chat completion after the restart", async () => {
-      const deployment = await readyDeployment(second, "qwen-chat");
-      return (await chat(deployment.status.endpoint)).status === 200;
-    });
+    // The endpoint clients held from the first run answers again, at the same address.
+    await eventually("a chat completion at the old endpoint after the restart", async () => (await chat(endpoint)).status === 200);
+    const deployment = await readyDeployment(second, "qwen-chat");
+    expect(deployment.status.endpoint).toBe(endpoint);
     expect(await terminate(second)).toBeLessThan(3_000);
   }, 120_000);
 
