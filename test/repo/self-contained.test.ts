@@ -85,15 +85,15 @@ describe("outwardReferences", () => {
     [`see the design in \`${DOTS}/shared/${D}.md\``, 2],
     [`// Retirement (${D} §7), the pure half`, 1],
     [`the defaults of ${D}'s retirement`, 1],
-    [`correction factors (${D} reference dynamo.md §3.3)`, 2],
+    [`correction factors (${D} reference dynamo` + `.md §3.3)`, 2],
     ["// The autoscaler loop (issue" + " #5): one loop", 1],
     ["(PGlite creation is slow, STACK" + " gotcha 3)", 1],
     ["(STYLE" + " rule 1)", 1],
-    ["the metrics (reference/" + "vllm.md §3)", 1],
+    ["the metrics (reference/" + "vllm" + ".md §3)", 1],
     ["a copy in /work" + "/shared/reference", 1],
-    ["parameters 8.8B, not re-verified in " + "this" + " session", 1],
-    ["intermediate versions " + "this session, which", 1],
-    ["other " + "sessions' test suites took", 1],
+    ["parameters 8.8B, not re-" + "verified in " + "this" + " session", 1],
+    ["intermediate versions " + "this" + " session, which", 1],
+    ["other " + "sessions" + "' test suites took", 1],
   ])("finds %j", (line, hits) => {
     expect(outwardReferences(line)).toHaveLength(hits);
   });
