@@ -1,8 +1,10 @@
 // The Kubernetes-API-compatible HTTP front of the simulated cluster (node:http, JSON only):
 // discovery (/version, /api, /apis, /api/v1, /apis/<group>/<version>), CRUD on every type in
 // resources.ts, the four patch content types, list/watch with selectors and resourceVersion,
-// Table output for kubectl, and the subresources berth touches (status, scale, binding,
-// eviction, log). Watches answer 200 with headers flushed at once (client-node's Watch waits
+// Table output for kubectl, the subresources berth touches (status, scale, binding,
+// eviction, log), and the OpenAPI documents (openapi/). What the simulator refuses by design
+// (exec, attach, port-forward, proxies, metrics) answers the Status in unsupported.ts; query
+// booleans are read as Go reads them (query.ts); write bodies are checked per fieldValidation. Watches answer 200 with headers flushed at once (client-node's Watch waits
 // for them) and one JSON event per line; a resourceVersion older than the kept history gets
 // an ERROR event carrying a 410 Expired Status, then the stream ends, as from kube-apiserver.
 // When a token is configured every request but /version and health checks must carry it.

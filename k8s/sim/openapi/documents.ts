@@ -61,7 +61,7 @@ function schemasOf(names: readonly string[], prefix: string): Record<string, Sch
   return out;
 }
 
-const query = (name: string, description: string, type = "string") => ({ name, in: "query", description, schema: { type }, uniqueItems: true });
+const query = (name: string, description: string, type = "string") => ({ name, in: "query", description, schema: { type } });
 const PARAMETERS = {
   pretty: query("pretty", "If 'true', then the output is pretty printed. Parsed like Go's strconv.ParseBool."),
   dryRun: query("dryRun", "When present, indicates that modifications should not be persisted. The only valid value is All."),
@@ -81,9 +81,13 @@ const PARAMETERS = {
   gracePeriodSeconds: query("gracePeriodSeconds", "The duration in seconds before the object should be deleted.", "integer"),
   propagationPolicy: query("propagationPolicy", "Whether and how garbage collection will be performed: Orphan, Background or Foreground."),
 };
-const pathParameter = (name: string) => ({ name, in: "path", required: true, description: `name of the ${name === "name" ? "object" : name}`, schema: { type: "string" }, uniqueItems: true });
+const pathParameter = (name: string) => ({ name, in: "path", required: true, description: `name of the ${name === "name" ? "object" : name}`, schema: { type: "string" } });
 
-const PATCH_TYPES = ["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"];
+// The server takes strategic merge patches too, but the schemas lack the upstream patch
+// metadata (x-kubernetes-patch-merge-key/-strategy), so a document offering them would make
+// `kubectl apply` treat every list as atomic and never delete a list item it removed. Without
+// them listed, kubectl computes the patch from its built-in types, as correct as upstream.
+const PATCH_TYPES = ["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"];
 
 type Ref = (name: string) => Schema;
 

@@ -70,6 +70,24 @@ describe("writes with validation on", () => {
     expect((await kubectl("get", "configmap", "settings", "-o", "jsonpath={.data.mode}")).stdout).toBe("c");
   });
 
+  it("apply -f removes a list item left out of the manifest (strategic merge by the list's key)", async () => {
+    const deployment = (env: { name: string; value: string }[]) => ({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "envs", namespace: "default" },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: "envs" } },
+        template: { metadata: { labels: { app: "envs" } }, spec: { containers: [{ name: "main", image: IDLE_IMAGE, env }] } },
+      },
+    });
+    const both = [{ name: "A", value: "1" }, { name: "B", value: "2" }];
+    expect((await kubectl("apply", "-f", manifest("envs-1.json", deployment(both)))).code).toBe(0);
+    expect((await kubectl("apply", "-f", manifest("envs-2.json", deployment([{ name: "A", value: "3" }]))))).toMatchObject({ code: 0, stdout: "deployment.apps/envs configured\n" });
+    const env = await kubectl("get", "deployment", "envs", "-o", "jsonpath={.spec.template.spec.containers[0].env}");
+    expect(JSON.parse(env.stdout)).toEqual([{ name: "A", value: "3" }]);
+  });
+
   it("refuses an unknown field on apply, create and replace, as kube-apiserver words it", async () => {
     const bad = manifest("bad-pod.json", enginePod("typo", { ...ENGINE, imagee: "x" }));
     const refusal = 'Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.containers[0].imagee"';
