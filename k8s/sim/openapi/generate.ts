@@ -53,9 +53,9 @@ function parseFile(file: string): ParsedFile {
     if (ts.isImportDeclaration(statement) && ts.isStringLiteral(statement.moduleSpecifier)) {
       const specifier = statement.moduleSpecifier.text;
       const target = specifier.startsWith(".")
-        ? resolve(dirname(file), specifier.replace(/\.js$/, ".d.ts"))
+        ? resolve(dirname(file), `${specifier.replace(/\.js$/, "")}.d.ts`)
         : specifier.startsWith("@kubernetes-models/apimachinery/")
-          ? join(MACHINERY_ROOT, `${specifier.slice("@kubernetes-models/apimachinery/".length)}.d.ts`)
+          ? join(MACHINERY_ROOT, `${specifier.slice("@kubernetes-models/apimachinery/".length).replace(/\.js$/, "")}.d.ts`)
           : undefined;
       const names = statement.importClause?.namedBindings;
       if (target && names && ts.isNamedImports(names)) for (const element of names.elements) imports.set(element.name.text, target);
