@@ -26,7 +26,7 @@ function jsonOf(bytes: number): string {
 }
 
 describe("early answers on a keep-alive connection", () => {
-  it.each([
+  it.each<{ name: string; status: number; type: string; path: string; headers: Record<string, string>; body: string }>([
     { name: "413 for a 2 MiB body", status: 413, type: "payload-too-large", path: "/v1/projects", headers: { authorization: ADMIN, "content-type": "application/json" }, body: jsonOf(2 * MIB) },
     { name: "415 for a 2 MiB text/plain body", status: 415, type: "unsupported-media-type", path: "/v1/projects", headers: { authorization: ADMIN, "content-type": "text/plain" }, body: jsonOf(2 * MIB) },
     { name: "401 for a 900 KiB body without a token", status: 401, type: "unauthorized", path: "/v1/projects", headers: { "content-type": "application/json" }, body: jsonOf(900 * 1024) },
