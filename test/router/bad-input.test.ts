@@ -28,10 +28,10 @@ describe("bad input", () => {
     { name: "a JSON array", path: "/v1/chat/completions", body: "[]", status: 400, type: "invalid_request", param: null },
     { name: "missing messages", path: "/v1/chat/completions", body: '{"model":"m"}', status: 400, type: "invalid_request", param: "messages" },
     { name: "empty messages", path: "/v1/chat/completions", body: '{"model":"m","messages":[]}', status: 400, type: "invalid_request", param: "messages" },
-    { name: "a message that is not an object", path: "/v1/chat/completions", body: '{"model":"m","messages":["hi"]}', status: 400, type: "invalid-request", param: "messages[0]" },
-    { name: "missing model", path: "/v1/chat/completions", body: '{"messages":[{"role":"user","content":"hi"}]}', status: 400, type: "invalid-request", param: "model" },
-    { name: "a non-boolean stream", path: "/v1/chat/completions", body: '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":"yes"}', status: 400, type: "invalid-request", param: "stream" },
-    { name: "a completion without prompt", path: "/v1/completions", body: '{"model":"m"}', status: 400, type: "invalid-request", param: "prompt" },
+    { name: "a message that is not an object", path: "/v1/chat/completions", body: '{"model":"m","messages":["hi"]}', status: 400, type: "invalid_request", param: "messages[0]" },
+    { name: "missing model", path: "/v1/chat/completions", body: '{"messages":[{"role":"user","content":"hi"}]}', status: 400, type: "invalid_request", param: "model" },
+    { name: "a non-boolean stream", path: "/v1/chat/completions", body: '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":"yes"}', status: 400, type: "invalid_request", param: "stream" },
+    { name: "a completion without prompt", path: "/v1/completions", body: '{"model":"m"}', status: 400, type: "invalid_request", param: "prompt" },
     { name: "an unknown model", path: "/v1/chat/completions", body: '{"model":"nope","messages":[{"role":"user","content":"hi"}]}', status: 404, type: "model_not_found", param: "model" },
   ])("$name → $status $type", async ({ path, body, status, type, param }) => {
     const before = upstream.completions().length;

@@ -424,12 +424,12 @@ describe("scale-to-zero holds", () => {
     await until(async () => (await r.endpoints()).held === 1);
     const second = await r.chat(chatBody("no room"));
     expect(second.status).toBe(503);
-    expect(((await second.json()) as { detail: string }).detail).toMatch(/Too many requests/);
+    expect(((await second.json()) as { error: { message: string } }).error.message).toMatch(/Too many requests/);
     const timedOut = await first;
     expect(timedOut.status).toBe(503);
     expect(timedOut.headers.get("retry-after")).toBe("5");
     expect(Date.now() - started).toBeGreaterThanOrEqual(280);
-    expect(((await timedOut.json()) as { detail: string }).detail).toMatch(/hold timeout/);
+    expect(((await timedOut.json()) as { error: { message: string } }).error.message).toMatch(/hold timeout/);
   });
 
   it("drops a held request whose client leaves", async () => {
