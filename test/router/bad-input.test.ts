@@ -96,7 +96,7 @@ describe("bad input", () => {
     expect(await response.json()).toMatchObject({ error: { type, code: type, request_id: response.headers.get("x-request-id") } });
   });
 
-  it.each([
+  it.each<{ method: string; path: string; status: number; type: string; headers: Record<string, string> }>([
     { method: "GET", path: "/", status: 404, type: "not-found", headers: {} },
     { method: "GET", path: "/admin/endpoints", status: 401, type: "unauthorized", headers: {} },
     { method: "GET", path: "/admin/nothing", status: 404, type: "not-found", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
