@@ -134,7 +134,7 @@ describe("berth router (process)", () => {
     const code = router.stop();
     const answer = await held;
     expect(answer.status).toBe(503);
-    expect(((await answer.json()) as { detail: string }).detail).toBe("The router is shutting down.");
+    expect(((await answer.json()) as { error: { message: string } }).error.message).toBe("The router is shutting down.");
     expect(await code).toBe(0);
     expect(Date.now() - started).toBeLessThan(3_000);
   });
