@@ -46,9 +46,10 @@ const version = execFileSync(kubectl, ["version", "--client", "-o", "json"], { e
 const gitVersion = (JSON.parse(version) as { clientVersion: { gitVersion: string } }).clientVersion.gitVersion;
 
 // FieldOptions learns gogoproto's `nullable` so the decoded descriptors keep it.
-const FieldOptions = descriptor.FieldOptions as unknown as protobuf.Type;
+const descriptorTypes = descriptor as unknown as Record<"FieldOptions" | "FileDescriptorProto", protobuf.Type>;
+const FieldOptions = descriptorTypes.FieldOptions;
 FieldOptions.add(new protobuf.Field("gogoNullable", GOGO_NULLABLE, "bool"));
-const FileDescriptorProto = descriptor.FileDescriptorProto as unknown as protobuf.Type;
+const FileDescriptorProto = descriptorTypes.FileDescriptorProto;
 
 /** Every gzipped FileDescriptorProto for k8s.io in the binary, by file name. */
 function embeddedFiles(binary: Buffer): Map<string, FileProto> {
