@@ -3,7 +3,7 @@
 // the same command (`--dry-run=client -o json`); then each command against a started simulated
 // cluster, read back with `kubectl get -o json`.
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -178,6 +178,36 @@ describe("decodeProtobufBody on kubectl's bytes", () => {
     expect(error!.message).toBe(
       "the simulated cluster cannot decode Job (batch/v1) from application/vnd.kubernetes.protobuf; send it as application/json instead, e.g. `kubectl create ... --dry-run=client -o json | kubectl apply -f -`",
     );
+  });
+
+  it("times, MicroTimes, managedFields and string IntOrStrings read as their JSON forms", () => {
+    // Bytes built with the committed schema: kubectl sends none of these non-zero in a create.
+    const schema = JSON.parse(readFileSync(new URL("../../../k8s/sim/protobuf-schema.json", import.meta.url), "utf8")) as { nested: protobuf.INamespace["nested"] };
+    const root = protobuf.Root.fromJSON({ nested: schema.nested });
+    const encode = (typeName: string, value: object) => root.lookupType(typeName).encode(root.lookupType(typeName).fromObject(value)).finish();
+    const envelope = (apiVersion: string, kind: string, typeName: string, value: object) =>
+      Buffer.concat([Buffer.from("k8s\0", "latin1"), encode("k8s.io.apimachinery.pkg.runtime.Unknown", { typeMeta: { apiVersion, kind }, raw: encode(typeName, value) })]);
+    const event = decodeProtobufBody(
+      envelope("v1", "Event", "k8s.io.api.core.v1.Event", {
+        metadata: {
+          name: "e",
+          creationTimestamp: { seconds: 1_767_225_600 },
+          managedFields: [{ manager: "m", operation: "Update", fieldsType: "FieldsV1", fieldsV1: { Raw: Buffer.from('{"f:reason":{}}') } }],
+        },
+        reason: "Started",
+        eventTime: { seconds: 1_767_225_600, nanos: 123_456_789 },
+        count: 0,
+      }),
+    );
+    expect(event).toEqual({
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name: "e", creationTimestamp: "2026-01-01T00:00:00Z", managedFields: [{ manager: "m", operation: "Update", fieldsType: "FieldsV1", fieldsV1: { "f:reason": {} } }] },
+      reason: "Started",
+      eventTime: "2026-01-01T00:00:00.123456Z",
+    });
+    const service = decodeProtobufBody(envelope("v1", "Service", "k8s.io.api.core.v1.Service", { metadata: { name: "s" }, spec: { ports: [{ port: 80, targetPort: { type: 1, strVal: "http" } }] } }));
+    expect(service).toEqual({ apiVersion: "v1", kind: "Service", metadata: { name: "s" }, spec: { ports: [{ port: 80, targetPort: "http" }] } });
   });
 
   it.each([
