@@ -1,4 +1,4 @@
-// The Kubernetes-API-compatible HTTP front of the simulated cluster (node:http, JSON only):
+// The Kubernetes-API-compatible HTTP front of the simulated cluster (node:http, JSON answers):
 // discovery (/version, /api, /apis, /api/v1, /apis/<group>/<version>), CRUD on every type in
 // resources.ts, the four patch content types, list/watch with selectors and resourceVersion,
 // Table output for kubectl, the subresources berth touches (status, scale, binding,
@@ -13,6 +13,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { parse as parseYaml } from "yaml";
 import { ApiError, errors, type KubeObject } from "./objects.ts";
 import { jsonPatch, mergePatch, strategicMergePatch } from "./patch.ts";
+import { decodeProtobufBody, PROTOBUF_CONTENT_TYPE } from "./protobuf.ts";
 import type { DeleteOptions, PatchType, Registry, WriteOptions } from "./registry.ts";
 import { coreVersions, findResource, groupDocument, groupList, groupVersion, resourceList, versionInfo, type ResourceType } from "./resources.ts";
 import { formatLabelSelector, fromSelectorObject } from "./selectors.ts";
@@ -84,7 +85,7 @@ interface Target {
   watchPath: boolean;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -95,7 +96,7 @@ function readBody(req: IncomingMessage): Promise<string> {
         req.destroy();
       } else chunks.push(chunk);
     });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
     req.on("error", reject);
   });
 }
@@ -105,7 +106,9 @@ async function readObject(req: IncomingMessage, contentType: string): Promise<un
   return parseBody(await readBody(req), contentType);
 }
 
-function parseBody(text: string, contentType: string): unknown {
+function parseBody(body: Buffer, contentType: string): unknown {
+  if (contentType.startsWith(PROTOBUF_CONTENT_TYPE)) return decodeProtobufBody(body);
+  const text = body.toString("utf8");
   if (text.trim() === "") throw errors.badRequest("the request body is empty");
   try {
     return contentType.includes("yaml") ? parseYaml(text) : JSON.parse(text);
@@ -327,8 +330,8 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   }
 
   async function deleteOptions(req: IncomingMessage, params: URLSearchParams): Promise<DeleteOptions> {
-    const text = await readBody(req);
-    const body = (text.trim() === "" ? {} : parseBody(text, "json")) as Record<string, any>;
+    const raw = await readBody(req);
+    const body = (raw.toString("utf8").trim() === "" ? {} : parseBody(raw, req.headers["content-type"] ?? "json")) as Record<string, any>;
     const orphan = params.has("orphanDependents") ? boolParam(params, "orphanDependents") : body.orphanDependents === true;
     return {
       gracePeriodSeconds: intParam(params, "gracePeriodSeconds") ?? body.gracePeriodSeconds,
