@@ -82,7 +82,7 @@ async function runGuide(file: string): Promise<string | undefined> {
 }
 
 describe("the marking of runnable blocks", () => {
-  it("every fenced block of README.md and docs/guides is a known form, and every guide is in the index and runs something", () => {
+  it("every fenced block of README.md and docs/guides is a known form, and every guide is in the index", () => {
     const guides = readdirSync(GUIDES).filter((name) => name.endsWith(".md"));
     const listed = guideFiles();
     for (const name of guides) {
@@ -90,7 +90,6 @@ describe("the marking of runnable blocks", () => {
       fencedBlocks(readFileSync(join(ROOT, file), "utf8"), file);
       if (name === "README.md") continue;
       expect(listed, `${file} is linked from docs/guides/README.md`).toContain(file);
-      expect(runnableSteps(readFileSync(join(ROOT, file), "utf8"), file).length, `${file} has sh blocks`).toBeGreaterThan(0);
     }
     expect(runnableSteps(readFileSync(join(ROOT, "README.md"), "utf8"), "README.md").length).toBeGreaterThan(0);
   });

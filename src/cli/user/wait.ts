@@ -1,5 +1,5 @@
 // `--wait` for get and delete: follows the deployment watch (no polling) until the deployment
-// has settled (Ready at its current generation, no instance draining) or is gone, bounded by
+// has settled (Ready at its current generation, nothing draining, retiring or resizing) or is gone, bounded by
 // --timeout. A Failed phase ends the wait at once: it needs a change, not more time.
 import type { Deployment, DeploymentWatchNotice } from "../../../clients/typescript/src/index.ts";
 import { CliError, type Session } from "./session.ts";
@@ -17,13 +17,17 @@ export function parseTimeout(text: string | undefined): number {
   return Number(match[1]) * (match[2] === "m" ? 60_000 : 1_000);
 }
 
-/** Ready at the generation the spec has now, every role at its count, nothing draining. */
+/** Multi-step work in progress: a replica retiring or an elastic role resizing. */
+const BUSY_CONDITIONS = ["Retiring", "Resizing"];
+
+/** Ready at the generation the spec has now, every role at its count, nothing draining, retiring or resizing. */
 export function hasSettled(deployment: Deployment): boolean {
   const status = deployment.status;
   return (
     status.phase === "Ready" &&
     status.observedGeneration === deployment.generation &&
-    (status.roles ?? []).every((role) => role.ready === role.desired && role.draining === 0)
+    (status.roles ?? []).every((role) => role.ready === role.desired && role.draining === 0) &&
+    !(status.conditions ?? []).some((c) => BUSY_CONDITIONS.includes(c.type) && c.status === "True")
   );
 }
 
