@@ -134,17 +134,15 @@ describe("guides run against berth up", () => {
     env.BERTH_PROJECT = projects.body.items.find((p: { name: string }) => p.name === "default").id;
   }, 120_000);
 
-  afterAll(() => {
+  afterAll(async () => {
+    const exited = up.exitCode !== null || up.signalCode !== null ? Promise.resolve() : new Promise((resolve) => up.once("exit", resolve));
     for (const child of children) {
       if (child === up) child.kill("SIGTERM");
       else if (child.pid) process.kill(-child.pid, "SIGKILL");
     }
-  });
-
-  afterAll(() => new Promise<void>((resolve) => {
-    if (up.exitCode !== null) return resolve(void rmSync(work, { recursive: true, force: true }));
-    up.once("exit", () => resolve(void rmSync(work, { recursive: true, force: true })));
-  }), 10_000);
+    await exited;
+    rmSync(work, { recursive: true, force: true });
+  }, 15_000);
 
   it.each(guideFiles())("%s runs as written and leaves no deployment behind", async (file) => {
     const failure = await runGuide(file);

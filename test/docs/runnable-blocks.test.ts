@@ -15,6 +15,10 @@ describe("fencedBlocks", () => {
     expect(() => fencedBlocks(md("# t", fence, "echo hi", "```"), "g.md")).toThrow(message);
   });
 
+  it("takes inline code spans of backticks in prose for what they are, not fences", () => {
+    expect(fencedBlocks(md("- A ```` ```sh ```` block runs;", "  ```` ```text ```` never does."), "g.md")).toEqual([]);
+  });
+
   it("refuses a block never closed, naming its line", () => {
     expect(() => fencedBlocks(md("x", "```sh", "echo hi"), "g.md")).toThrow("g.md:2: this fenced block is never closed");
   });

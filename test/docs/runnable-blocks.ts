@@ -48,7 +48,8 @@ export function fencedBlocks(markdown: string, file: string): FencedBlock[] {
       }
       return;
     }
-    if (!fence) return;
+    // CommonMark: the info string of a backtick fence holds no backtick (so "```` ```sh ````" in prose is no fence).
+    if (!fence || (fence[2]!.startsWith("`") && fence[3]!.includes("`"))) return;
     const form = fence[3]!;
     if (form !== RUN_FORM && !(INERT_FORMS as readonly string[]).includes(form)) {
       throw new GuideFormatError(
