@@ -20,12 +20,6 @@ function trackedFiles(): string[] {
 /** Lockfiles list third-party package names and URLs, not berth's words. */
 const SKIPPED = [/(^|\/)package-lock\.json$/, /(^|\/)node_modules\//];
 
-/**
- * Files that predate these rules and are checked separately until they comply: the last test
- * fails as soon as one of them is clean, so the entry is removed then and never lingers.
- */
-const PENDING = new Set(["README.md"]);
-
 const RULES: ReadonlyArray<{ rule: string; pattern: RegExp }> = [
   { rule: "a path into a sibling folder", pattern: /\.\.\/shared\b/ },
   { rule: "an absolute path of the machine the text was written on", pattern: /\/work\/(shared|briefs|wt|main)\b/ },
@@ -122,12 +116,12 @@ describe("the repository is self-contained", () => {
   });
 
   it("no tracked file points outside the repository or at the work that wrote it", () => {
-    expect(violationsIn(files.filter((path) => !PENDING.has(path)))).toEqual([]);
+    expect(violationsIn(files)).toEqual([]);
   });
 
   it("every relative link in a Markdown file resolves", () => {
     const broken: string[] = [];
-    for (const path of files.filter((p) => p.endsWith(".md") && !PENDING.has(p))) {
+    for (const path of files.filter((p) => p.endsWith(".md"))) {
       const text = readText(path) ?? "";
       text.split("\n").forEach((line, index) => {
         for (const [, target] of line.matchAll(/\]\(([^)\s]+)\)/g)) {
@@ -167,10 +161,5 @@ describe("the repository is self-contained", () => {
   it("no kubeconfig is tracked at the root", () => {
     const kubeconfigs = files.filter((path) => !path.includes("/") && /^kind:\s*Config\s*$/m.test(readText(path) ?? ""));
     expect(kubeconfigs).toEqual([]);
-  });
-
-  it.each([...PENDING])("%s is still pending (once it passes the check, remove it from PENDING)", (path) => {
-    expect(files).toContain(path);
-    expect(violationsIn([path]).length).toBeGreaterThan(0);
   });
 });
