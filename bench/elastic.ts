@@ -1,4 +1,4 @@
-// Elastic EP resize benchmark (issue #7): `npm run bench:elastic [-- --quick]`. Simulated figures:
+// Elastic EP resize benchmark (docs/design.md §8): `npm run bench:elastic [-- --quick]`. Simulated figures:
 // a real `berth serve`, the simulated cluster (one node, 16 × H100) whose pods are engine-simulator
 // and router processes on loopback, and the agent in this process on its production defaults
 // (test/agent/e2e-support.ts builds the world, as the agent's end-to-end tests do). Engines run the
@@ -58,9 +58,9 @@ const LIMITS = {
   deleteMs: 90_000,
   wholeBenchMs: 15 * 60_000,
 };
-/** GPUStack Operator's published figures: /work/shared/reference/gpustack-operator.md §10 "Benchmark headlines". */
+/** GPUStack Operator's published figures: its model-deployment benchmark pages (https://docs.gpustack.ai/gpustack-operator/, docs v0.9.2–v0.11.2). */
 const GPUSTACK = {
-  source: "/work/shared/reference/gpustack-operator.md §10 Benchmark headlines, rows Elastic EP and External DP (docs v0.9.2–v0.11.2 model-deployment benchmark pages)",
+  source: "GPUStack Operator docs v0.9.2–v0.11.2, model-deployment benchmark pages (https://docs.gpustack.ai/gpustack-operator/), rows Elastic EP and External DP",
   hardware: "H100 SXM5 × 8, DeepSeek-V2-Lite",
   growUnderLoad: { ok: 439, sent: 439, errors: 0, note: "live expansion TP2, DP 2 → 4, EP 4 → 8" },
   shrink: "not supported (width increase only, operator #741)",

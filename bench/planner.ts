@@ -1,4 +1,4 @@
-// Accuracy and speed of the deployment-request planner (issue #8): berth's perf model
+// Accuracy and speed of the deployment-request planner (docs/design.md §11): berth's perf model
 // (src/domain/perf-model.ts + serving-estimate.ts) against published measurements of vLLM and
 // SGLang, each error and the median, plus the time of a full planner search. Prints a table and
 // writes bench/results/planner.json. Usage: npm run bench:planner

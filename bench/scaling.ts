@@ -1,4 +1,4 @@
-// Scaling benchmark (issue #5): `npm run bench:scaling [-- --compression C --quick --only NAME]`. Replays a
+// Scaling benchmark (docs/design.md §7): `npm run bench:scaling [-- --compression C --quick --only NAME]`. Replays a
 // seeded, bursty 30-minute trace (quiet → ramp → spike → plateau → fall) against the simulated
 // cluster (2 nodes × 8 H100, Qwen3-8B on vLLM sim engines, 1 GPU per replica, builtin router
 // least_load), once per strategy: static peak, static mean, an HPA-like rule the bench runs as a

@@ -126,7 +126,7 @@ export const deployments = pgTable(
  * resourceVersion (watchers, the agents' `desired` long-poll) learn of the deletion.
  */
 /**
- * Deployment requests (issue #8): the defaulted request (immutable) and its plan. Deleting a
+ * Deployment requests (docs/design.md §11): the defaulted request (immutable) and its plan. Deleting a
  * request keeps the deployment it created; deleting that deployment clears the link.
  */
 export const deploymentRequests = pgTable(
@@ -154,7 +154,7 @@ export const deploymentRequests = pgTable(
 );
 
 /**
- * Operations (DESIGN §3.3): long-running work on a deployment's role or replica. They go
+ * Operations (docs/design.md §3.3): long-running work on a deployment's role or replica. They go
  * with their deployment. At most one Pending or Running operation of a kind per
  * (deployment, role, replica): a partial unique index, so two writers cannot both start one.
  */

@@ -1,4 +1,4 @@
-// The engine container's preStop hook: a backstop to the agent's own drain (DESIGN §5, §7).
+// The engine container's preStop hook: a backstop to the agent's own drain (docs/design.md §5, §7.6).
 // It polls the engine's /metrics until running + waiting requests read 0 twice in a row
 // (one second apart), the engine stops answering, or the budget runs out — whichever comes
 // first — and always exits 0 so the kubelet goes on to SIGTERM. Why python3: both engine
@@ -8,7 +8,7 @@
 import type { V1Lifecycle } from "@kubernetes/client-node";
 import type { EngineName } from "../../src/domain/deployment-spec.ts";
 
-/** The gauges whose sum is "requests still in the engine" (vllm.md §3, sglang-and-routers.md §3). */
+/** The gauges whose sum is "requests still in the engine" (vLLM `vllm/v1/metrics/loggers.py`, SGLang's `sglang:` metrics; docs/design.md §12). */
 export const IN_FLIGHT_GAUGES: Readonly<Record<EngineName, readonly string[]>> = {
   vllm: ["vllm:num_requests_running", "vllm:num_requests_waiting"],
   sglang: ["sglang:num_running_reqs", "sglang:num_queue_reqs"],

@@ -1,4 +1,4 @@
-// SGLang's pod arguments for every shape berth supports (reference sglang-and-routers.md §1, §4):
+// SGLang's pod arguments for every shape berth supports (SGLang `python/sglang/srt/server_args.py` and its PD flags; docs/design.md §5.1, §12.2):
 //   python3 -m sglang.launch_server --model-path M --host 0.0.0.0 --port P --served-model-name N
 //     --tp-size T [--pp-size P] [--dp-size D] [--ep-size T] … --enable-metrics (metrics are off without it)
 //   multi-host   --nnodes S --node-rank m --dist-init-addr <leader>:20000 (the same value on every node);

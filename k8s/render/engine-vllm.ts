@@ -1,4 +1,4 @@
-// vLLM's pod arguments for every shape berth supports (reference vllm.md §1, §1.1, §4, §5):
+// vLLM's pod arguments for every shape berth supports (vLLM `vllm/engine/arg_utils.py`, the DP, NIXL and elastic EP recipes; docs/design.md §5.1, §12.1):
 //   aggregated   vllm serve M --host 0.0.0.0 --port P --served-model-name N -tp T [-pp P] [-dp D]
 //   multi-host   DP across pods: leader -dp D -dpl L --data-parallel-address <leader> -dpp 29550,
 //                followers add --headless --data-parallel-start-rank m×L;
@@ -166,7 +166,7 @@ function renderElastic(ctx: EngineContext): EnginePlan {
     args,
     acceptsExtraArgs: true,
     env: [...common, { name: "BERTH_RAY_GPUS", value: gpus }],
-    // Recent vLLM drains in-flight requests before a resize only when told to (vllm.md §5).
+    // Recent vLLM drains in-flight requests before a resize only when told to (`VLLM_ELASTIC_EP_DRAIN_REQUESTS`, vLLM `vllm/v1/engine/async_llm.py`).
     defaultEnv: [{ name: "VLLM_ELASTIC_EP_DRAIN_REQUESTS", value: "1" }],
     ports: [httpPort(ctx), { name: "ray-gcs", containerPort: PORTS.rayGcs, protocol: "TCP" }],
     serves: true,

@@ -40,7 +40,7 @@ export interface EnginePlan {
   volumes: { volume: V1Volume; mount: V1VolumeMount }[];
 }
 
-/** Kubernetes expands `$(NAME)` in command and args from the container's env (DESIGN §9: the process kubelet too). */
+/** Kubernetes expands `$(NAME)` in command and args from the container's env (docs/design.md §9: the process kubelet too). */
 export const envRef = (name: string) => `$(${name})`;
 export const LEADER_ADDRESS = envRef("BERTH_LEADER_ADDRESS");
 export const POD_IP = envRef("BERTH_POD_IP");

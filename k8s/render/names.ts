@@ -1,4 +1,4 @@
-// Object names, label keys and fixed ports of everything berth renders (DESIGN §3.3, §5).
+// Object names, label keys and fixed ports of everything berth renders (docs/design.md §3.3, §5).
 // Names are derived, never stored: `<deployment>-<role>-r<replica>-m<member>` for pods,
 // `<deployment>-<role>` for role Services, `<deployment>-<role>-r<replica>` for an
 // instance's headless Service (the pods' DNS subdomain), `<deployment>` for the router Service.

@@ -1,5 +1,5 @@
 // The deployment's router: a Deployment, its Service (named after the deployment: the front
-// door), and a ConfigMap with the router's wiring. Three kinds (DESIGN §5, §6):
+// door), and a ConfigMap with the router's wiring. Three kinds (docs/design.md §5, §6):
 //   builtin         `berth router`; the agent pushes endpoints over its admin API (token from a Secret file)
 //   vllm-router     discovers engine pods itself through the Kubernetes API (pods get/list/watch)
 //   sglang-gateway  the Shepherd Model Gateway (`smg`), the same way

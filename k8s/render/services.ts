@@ -17,7 +17,7 @@ import { findRole, roleLabels } from "./pods.ts";
 import { specHashOf } from "./spec-hash.ts";
 import type { RenderInput } from "./types.ts";
 
-/** The ports members of an instance dial each other on (besides arbitrary ones: vllm.md §1.1). */
+/** The ports members of an instance dial each other on (besides arbitrary ones: multi-host vLLM DP dials peers on any port, docs/design.md §5.1). */
 function rendezvousPorts(input: RenderInput, role: Role): V1ServicePort[] {
   if (role.command.length > 0) return [];
   if (role.elastic) return [{ name: "ray-gcs", port: PORTS.rayGcs, targetPort: PORTS.rayGcs, protocol: "TCP" }];

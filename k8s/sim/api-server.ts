@@ -1,8 +1,10 @@
-// The Kubernetes-API-compatible HTTP front of the simulated cluster (node:http, JSON only):
+// The Kubernetes-API-compatible HTTP front of the simulated cluster (node:http, JSON answers):
 // discovery (/version, /api, /apis, /api/v1, /apis/<group>/<version>), CRUD on every type in
 // resources.ts, the four patch content types, list/watch with selectors and resourceVersion,
-// Table output for kubectl, and the subresources berth touches (status, scale, binding,
-// eviction, log). Watches answer 200 with headers flushed at once (client-node's Watch waits
+// Table output for kubectl, the subresources berth touches (status, scale, binding,
+// eviction, log), and the OpenAPI documents (openapi/). What the simulator refuses by design
+// (exec, attach, port-forward, proxies, metrics) answers the Status in unsupported.ts; query
+// booleans are read as Go reads them (query.ts); write bodies are checked per fieldValidation. Watches answer 200 with headers flushed at once (client-node's Watch waits
 // for them) and one JSON event per line; a resourceVersion older than the kept history gets
 // an ERROR event carrying a 410 Expired Status, then the stream ends, as from kube-apiserver.
 // When a token is configured every request but /version and health checks must carry it.
@@ -11,10 +13,15 @@ import type { AddressInfo, Socket } from "node:net";
 import { parse as parseYaml } from "yaml";
 import { ApiError, errors, type KubeObject } from "./objects.ts";
 import { jsonPatch, mergePatch, strategicMergePatch } from "./patch.ts";
+import { decodeProtobufBody, PROTOBUF_CONTENT_TYPE } from "./protobuf.ts";
 import type { DeleteOptions, PatchType, Registry, WriteOptions } from "./registry.ts";
 import { coreVersions, findResource, groupDocument, groupList, groupVersion, resourceList, versionInfo, type ResourceType } from "./resources.ts";
 import { formatLabelSelector, fromSelectorObject } from "./selectors.ts";
 import { toTable } from "./tables.ts";
+import { fieldValidationOf, validateFields } from "./openapi/field-validation.ts";
+import { openApiDocuments, type ServedDocument } from "./openapi/documents.ts";
+import { boolParam, checkBooleanParams, intParam } from "./query.ts";
+import { METRICS_GROUP, metricsApiGroup, metricsResourceList, NO_METRICS, unsupportedError, unsupportedSubresource } from "./unsupported.ts";
 
 export interface PodLogRequest {
   container?: string;
@@ -78,7 +85,7 @@ interface Target {
   watchPath: boolean;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -89,12 +96,19 @@ function readBody(req: IncomingMessage): Promise<string> {
         req.destroy();
       } else chunks.push(chunk);
     });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
     req.on("error", reject);
   });
 }
 
-function parseBody(text: string, contentType: string): unknown {
+/** The object in a POST or PUT body: the one place a decoder for another content type plugs in. */
+async function readObject(req: IncomingMessage, contentType: string): Promise<unknown> {
+  return parseBody(await readBody(req), contentType);
+}
+
+function parseBody(body: Buffer, contentType: string): unknown {
+  if (contentType.startsWith(PROTOBUF_CONTENT_TYPE)) return decodeProtobufBody(body);
+  const text = body.toString("utf8");
   if (text.trim() === "") throw errors.badRequest("the request body is empty");
   try {
     return contentType.includes("yaml") ? parseYaml(text) : JSON.parse(text);
@@ -103,10 +117,46 @@ function parseBody(text: string, contentType: string): unknown {
   }
 }
 
-function send(res: ServerResponse, code: number, body: unknown): void {
+/** `warnings` become `Warning: 299 - "…"` headers, which kubectl prints as "Warning: …". */
+function send(res: ServerResponse, code: number, body: unknown, warnings: readonly string[] = []): void {
   const text = JSON.stringify(body);
-  res.writeHead(code, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) });
+  res.writeHead(code, {
+    "Content-Type": "application/json",
+    "Content-Length": Buffer.byteLength(text),
+    ...(warnings.length > 0 && { Warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`) }),
+  });
   res.end(text);
+}
+
+/** An OpenAPI document (JSON), cacheable by its hash as kube-apiserver serves them. */
+function sendDocument(req: IncomingMessage, res: ServerResponse, document: ServedDocument): void {
+  const etag = `"${document.hash}"`;
+  const headers = { "Content-Type": "application/json", ETag: etag, "Cache-Control": "no-cache, private" };
+  if (req.headers["if-none-match"] === etag) {
+    res.writeHead(304, headers);
+    return void res.end();
+  }
+  res.writeHead(200, { ...headers, "Content-Length": Buffer.byteLength(document.body) });
+  res.end(document.body);
+}
+
+const OPENAPI_JSON_ONLY =
+  "the simulated cluster serves its OpenAPI documents as JSON only (Accept: application/json), not protobuf; kubectl explain reads the v3 documents (its default output), --output plaintext-openapiv2 needs protobuf";
+
+// No Accept, or one that takes JSON: application/json, any application type, or anything.
+function acceptsJson(req: IncomingMessage): boolean {
+  const accept = req.headers.accept;
+  if (!accept) return true;
+  return accept.split(",").some((part) => ["application/json", "*/*", "application/*"].includes(part.split(";")[0]!.trim()));
+}
+
+/** `/openapi/v2`, `/openapi/v3`, `/openapi/v3/<group path>`; undefined for other paths. */
+function openApiDocument(path: string): ServedDocument | undefined {
+  const documents = openApiDocuments();
+  if (path === "/openapi/v2") return documents.v2;
+  if (path === "/openapi/v3") return documents.index;
+  if (path.startsWith("/openapi/v3/")) return documents.v3.get(path.slice("/openapi/v3/".length)) ?? undefined;
+  return undefined;
 }
 
 function resolveTarget(group: string, version: string, rest: string[]): Target | undefined {
@@ -115,6 +165,8 @@ function resolveTarget(group: string, version: string, rest: string[]): Target |
     watchPath = true;
     rest = rest.slice(1);
   }
+  // nodes/<name>/proxy/<path…>: the only cluster-scoped path longer than three segments.
+  if (rest[0] === "nodes" && rest[2] === "proxy") rest = rest.slice(0, 3);
   if (rest[0] === "namespaces" && rest.length >= 3) {
     const resource = findResource(group, version, rest[2]!);
     if (resource?.namespaced) return { resource, namespace: rest[1], name: rest[3], subresource: rest[4], watchPath };
@@ -124,16 +176,6 @@ function resolveTarget(group: string, version: string, rest: string[]): Target |
   if (rest.length > 3) return undefined;
   return { resource, name: rest[1], subresource: rest[2], watchPath };
 }
-
-function optionalInt(params: URLSearchParams, key: string): number | undefined {
-  const raw = params.get(key);
-  if (raw === null || raw === "") return undefined;
-  const value = Number(raw);
-  if (!Number.isInteger(value)) throw errors.badRequest(`${key}: Invalid value: "${raw}": must be an integer`);
-  return value;
-}
-
-const truthy = (value: string | null) => value === "true" || value === "1";
 
 /** `kubectl/v1.32.4 (linux/amd64) …` → `kubectl`, the API server's default field manager. */
 function managerOf(req: IncomingMessage, params: URLSearchParams): string | undefined {
@@ -165,14 +207,28 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       return void res.end("ok");
     }
     if (options.token && req.headers.authorization !== `Bearer ${options.token}`) throw errors.unauthorized();
+    if (path.startsWith("/openapi/")) {
+      const document = openApiDocument(path);
+      if (!document) throw errors.pathNotFound();
+      if (!acceptsJson(req)) throw new ApiError(406, "NotAcceptable", OPENAPI_JSON_ONLY);
+      return sendDocument(req, res, document);
+    }
     if (path === "/api") return send(res, 200, coreVersions(address));
-    if (path === "/apis") return send(res, 200, groupList());
+    if (path === "/apis") {
+      const list = groupList();
+      return send(res, 200, { ...list, groups: [...list.groups, metricsApiGroup()] });
+    }
     const segments = path.split("/").filter(Boolean).map(decodeURIComponent);
     let group: string;
     let version: string;
     let rest: string[];
     if (segments[0] === "api" && segments.length >= 2) [group, version, rest] = ["", segments[1]!, segments.slice(2)];
     else if (segments[0] === "apis" && segments.length >= 2) {
+      if (segments[1] === METRICS_GROUP) {
+        if (segments.length === 2) return send(res, 200, { kind: "APIGroup", apiVersion: "v1", ...metricsApiGroup() });
+        if (segments.length === 3 && segments[2] === "v1beta1") return send(res, 200, metricsResourceList());
+        throw unsupportedError(NO_METRICS);
+      }
       if (segments.length === 2) {
         const document = groupDocument(segments[1]!);
         if (!document) throw errors.pathNotFound();
@@ -192,7 +248,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
 
   async function handleResource(req: IncomingMessage, res: ServerResponse, params: URLSearchParams, target: Target): Promise<void> {
     const { resource, namespace, name, subresource } = target;
-    if (subresource && !resource.subresources.includes(subresource)) throw errors.pathNotFound();
+    if (subresource && !resource.subresources.includes(subresource)) throw unsupportedSubresource(resource.resource, subresource) ?? errors.pathNotFound();
     const method = req.method ?? "GET";
     const write: WriteOptions = {
       fieldManager: managerOf(req, params),
@@ -200,16 +256,20 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       ...(subresource === "status" && { subresource: "status" as const }),
     };
     const contentType = (req.headers["content-type"] ?? "application/json").split(";")[0]!.trim().toLowerCase();
+    const validation = method === "GET" || method === "DELETE" ? "Ignore" : fieldValidationOf(params);
+    checkBooleanParams(params);
 
     if (!name) {
       if (resource.namespaced && namespace === undefined && method !== "GET") throw errors.methodNotAllowed();
       if (method === "GET") {
-        if (target.watchPath || truthy(params.get("watch"))) return watch(req, res, params, target);
+        if (target.watchPath || boolParam(params, "watch")) return watch(req, res, params, target);
         return list(req, res, params, target);
       }
       if (method === "POST") {
-        const created = await registry.create(resource, namespace, parseBody(await readBody(req), contentType), write);
-        return send(res, 201, created);
+        const body = await readObject(req, contentType);
+        const warnings = validateFields(resource, body, validation);
+        const created = await registry.create(resource, namespace, body, write);
+        return send(res, 201, created, warnings);
       }
       if (method === "DELETE") {
         const deleted = await registry.deleteCollection(
@@ -244,18 +304,21 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         return send(res, 200, object);
       }
       case "PUT": {
-        const updated = await registry.update(resource, namespace, name, parseBody(await readBody(req), contentType), write);
-        return send(res, 200, updated);
+        const body = await readObject(req, contentType);
+        const warnings = validateFields(resource, body, validation);
+        const updated = await registry.update(resource, namespace, name, body, write);
+        return send(res, 200, updated, warnings);
       }
       case "PATCH": {
         const type = PATCH_TYPES[contentType];
         if (!type) throw errors.unsupportedMediaType(contentType);
-        const force = truthy(params.get("force"));
+        const force = boolParam(params, "force");
         if (force && type !== "apply") throw errors.badRequest("force: Forbidden: may not be specified for non-apply patch");
         const body = parseBody(await readBody(req), type === "apply" ? "yaml" : "json");
+        const warnings = type === "json" ? [] : validateFields(resource, body, validation);
         const existed = registry.find(resource, namespace, name) !== undefined;
         const patched = await registry.patch(resource, namespace, name, type, body, { ...write, force });
-        return send(res, existed ? 200 : 201, patched);
+        return send(res, existed ? 200 : 201, patched, warnings);
       }
       case "DELETE": {
         const deleted = await registry.delete(resource, namespace, name, await deleteOptions(req, params));
@@ -267,13 +330,13 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   }
 
   async function deleteOptions(req: IncomingMessage, params: URLSearchParams): Promise<DeleteOptions> {
-    const text = await readBody(req);
-    const body = (text.trim() === "" ? {} : parseBody(text, "json")) as Record<string, any>;
-    const orphan = params.get("orphanDependents") ?? (body.orphanDependents === undefined ? null : String(body.orphanDependents));
+    const raw = await readBody(req);
+    const body = (raw.toString("utf8").trim() === "" ? {} : parseBody(raw, req.headers["content-type"] ?? "json")) as Record<string, any>;
+    const orphan = params.has("orphanDependents") ? boolParam(params, "orphanDependents") : body.orphanDependents === true;
     return {
-      gracePeriodSeconds: optionalInt(params, "gracePeriodSeconds") ?? body.gracePeriodSeconds,
+      gracePeriodSeconds: intParam(params, "gracePeriodSeconds") ?? body.gracePeriodSeconds,
       preconditions: body.preconditions,
-      propagationPolicy: (params.get("propagationPolicy") ?? body.propagationPolicy ?? (orphan === "true" ? "Orphan" : undefined)) as DeleteOptions["propagationPolicy"],
+      propagationPolicy: (params.get("propagationPolicy") ?? body.propagationPolicy ?? (orphan ? "Orphan" : undefined)) as DeleteOptions["propagationPolicy"],
       dryRun: params.get("dryRun") === "All" || (Array.isArray(body.dryRun) && body.dryRun.includes("All")),
     };
   }
@@ -283,7 +346,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     const result = registry.list(resource, namespace, {
       labelSelector: params.get("labelSelector") ?? undefined,
       fieldSelector: params.get("fieldSelector") ?? undefined,
-      limit: optionalInt(params, "limit"),
+      limit: intParam(params, "limit"),
       continue: params.get("continue") ?? undefined,
     });
     const metadata = {
@@ -338,7 +401,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       throw error;
     }
     open();
-    const timeout = optionalInt(params, "timeoutSeconds");
+    const timeout = intParam(params, "timeoutSeconds");
     if (timeout && timeout > 0) setTimeout(end, timeout * 1000).unref();
     req.on("close", end);
     res.on("close", end);
@@ -349,12 +412,12 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     const pod = registry.get(target.resource, target.namespace, target.name!);
     const request: PodLogRequest = {
       container: params.get("container") ?? undefined,
-      previous: truthy(params.get("previous")),
-      tailLines: optionalInt(params, "tailLines"),
-      limitBytes: optionalInt(params, "limitBytes"),
-      sinceSeconds: optionalInt(params, "sinceSeconds"),
-      timestamps: truthy(params.get("timestamps")),
-      follow: truthy(params.get("follow")),
+      previous: boolParam(params, "previous"),
+      tailLines: intParam(params, "tailLines"),
+      limitBytes: intParam(params, "limitBytes"),
+      sinceSeconds: intParam(params, "sinceSeconds"),
+      timestamps: boolParam(params, "timestamps"),
+      follow: boolParam(params, "follow"),
     };
     const { text, follow } = options.logs.read(pod, request);
     if (!request.follow || !follow) {

@@ -455,6 +455,10 @@ class PodWorker {
     if (c.ran) c.restartCount++;
     c.ran = true;
     c.epoch++;
+    // A new process has no stop in progress. The previous run's stop may not have cleared its
+    // promise yet (a restart right after a probe kill can come first): without this, a later
+    // delete would find that settled promise and never signal the new process.
+    c.stopping = undefined;
     if (c.logs) c.previousLogs = c.logs;
     c.logs = new LogBuffer();
     c.runStartedAt = Date.now();

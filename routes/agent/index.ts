@@ -1,4 +1,4 @@
-// /v1/agent/*: the agent side of DESIGN §4 — heartbeat, desired state (long-poll),
+// /v1/agent/*: the agent side of docs/design.md §4 — heartbeat, desired state (long-poll),
 // deletion confirmation and agent events. Every route needs an agent credential.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// /v1/webhooks: signed lifecycle webhooks (DESIGN §3.3, §10). One file per verb.
+// /v1/webhooks: signed lifecycle webhooks (docs/design.md §3.3, §10). One file per verb.
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../../src/api/env.ts";
 import { registerCreateWebhook } from "./create.ts";

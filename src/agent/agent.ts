@@ -146,9 +146,9 @@ export function createAgent({
     onSynced: () => desired.forEach((_, key) => enqueue(key)),
   });
   const { cache } = informers;
-  // Surplus instances retire through persisted operations (DESIGN §7), one per deployment at a time.
+  // Surplus instances retire through persisted operations (docs/design.md §7.6), one per deployment at a time.
   const retirementExecutor = createRetirementExecutor({ kube, api, logger, signal: abort.signal, wake: (key) => enqueue(key) });
-  // Elastic width changes run as persisted resize operations (DESIGN §8), one per deployment at a time.
+  // Elastic width changes run as persisted resize operations (docs/design.md §8.2), one per deployment at a time.
   const resizeExecutor = createResizeExecutor({ kube, api, logger, signal: abort.signal, wake: (key) => enqueue(key), config: config.resize });
   const lookup = cache.get.bind(cache);
   const known: KnownDeployments = {

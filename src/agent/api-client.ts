@@ -1,4 +1,4 @@
-// The agent's side of the API protocol (DESIGN §4): register, heartbeat, desired-state
+// The agent's side of the API protocol (docs/design.md §4): register, heartbeat, desired-state
 // long-poll, status writes and deletion confirmation. Transient failures (network, 5xx, 429)
 // are retried with capped backoff; callers treat a final failure as "no news" and keep every
 // workload as it is — losing the API never deletes or scales anything down.

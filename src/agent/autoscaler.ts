@@ -1,4 +1,4 @@
-// The autoscaler loop (issue #5, DESIGN §7): one bounded loop per deployment whose
+// The autoscaler loop (docs/design.md §7): one bounded loop per deployment whose
 // `spec.scaling.mode` is not off. Each interval (each second while a role rests at zero; at once
 // when the builtin router holds more requests for a role than its engines have batch slots): read
 // every ready engine pod and router pod, report the per-role metrics, decide (pure, in

@@ -1,4 +1,4 @@
-// Elastic EP (DESIGN §8), the pure half: which pods form an elastic instance, the width its engine
+// Elastic EP (docs/design.md §8.2), the pure half: which pods form an elastic instance, the width its engine
 // runs at (the leader's `berth.dev/elastic-width` annotation: the width it started with, then each
 // width the agent proved), how an engine read proves a width, and the retry schedule of refused
 // resize calls. The I/O lives in resize-executor.ts.
@@ -65,7 +65,7 @@ export function ranksFromMetrics(text: string): number[] | undefined {
 /** Exactly ranks 0..width-1. */
 export const isWidth = (ranks: readonly number[], width: number) => ranks.length === width && ranks.every((rank, i) => rank === i);
 
-/** Resize-call retries (DESIGN §8): 15 s, doubling, at most 4 min apart, 5 tries in all. */
+/** Resize-call retries (docs/design.md §8.2): 15 s, doubling, at most 4 min apart, 5 tries in all. */
 export interface RetrySchedule {
   baseMs: number;
   capMs: number;

@@ -142,7 +142,7 @@ function elasticMembers(render: RenderInput, roleName: string, replica: number, 
   return { pods, orphans };
 }
 
-/** A surplus instance that must retire through the protocol (DESIGN §7) rather than by a plain delete. */
+/** A surplus instance that must retire through the protocol (docs/design.md §7.6) rather than by a plain delete. */
 export interface RetirementCandidate {
   role: string;
   replica: number;

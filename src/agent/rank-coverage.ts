@@ -1,4 +1,4 @@
-// External DP coverage (pure, DESIGN §8): each pod of an external DP role is its own HTTP
+// External DP coverage (pure, docs/design.md §8.3): each pod of an external DP role is its own HTTP
 // endpoint for `dataLocal` ranks starting at member × dataLocal, so the router must hold every
 // one of them. Per role: `declared` = data × replicas, `eligible` = ranks of current instances
 // whose pods the endpoint list marks eligible (Ready, not terminating, not draining), `serving` =

@@ -1,4 +1,4 @@
-// Elastic EP resize (DESIGN §8), carried out by the agent as a persisted `resize` Operation, one
+// Elastic EP resize (docs/design.md §8.2), carried out by the agent as a persisted `resize` Operation, one
 // instance of the role at a time:
 //   grow    AdmittingPods (create the new rank pods; unschedulable ones hold the operation while
 //           the old width serves) → Joining (each new rank Running and Ready: its Ray worker is in

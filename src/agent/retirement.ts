@@ -1,4 +1,4 @@
-// Retirement (DESIGN §7), the pure half: a persisted retire Operation + what the agent reads now →
+// Retirement (docs/design.md §7.6), the pure half: a persisted retire Operation + what the agent reads now →
 // the one next step. Withdrawing (every Ready router pod acknowledged the list that marks the
 // instance draining) → Draining (router in-flight 0 on every router pod AND engine running+waiting
 // 0 on every pod of the instance, on two consecutive reads at least READ_GAP_MS apart) → Deleting
@@ -21,7 +21,7 @@ export interface RetirementBudgets {
   settleSeconds: number;
 }
 
-/** DESIGN §3.1's defaults; admission fills them in only when `spec.scaling` is given. */
+/** The defaults of docs/design.md §3.1; admission fills them in only when `spec.scaling` is given. */
 export const DEFAULT_RETIREMENT_BUDGETS: RetirementBudgets = { withdrawSeconds: 30, drainSeconds: 240, settleSeconds: 30 };
 
 export const budgetsOf = (spec: DeploymentSpec): RetirementBudgets => ({ ...DEFAULT_RETIREMENT_BUDGETS, ...spec.scaling?.retirement });

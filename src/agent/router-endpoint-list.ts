@@ -1,5 +1,5 @@
 // The builtin router's endpoint list (pure): observed engine pods → what `PUT /admin/endpoints`
-// carries (DESIGN §6). A serving pod that is Ready and not terminating is an endpoint; one the
+// carries (docs/design.md §6). A serving pod that is Ready and not terminating is an endpoint; one the
 // plan is about to delete is `draining` (so the router sends it nothing new before it goes);
 // anything else is left out. The list is sorted by id, so equal clusters give equal bodies and
 // the agent can tell "changed since the last push" from a hash.

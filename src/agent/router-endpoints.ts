@@ -1,4 +1,4 @@
-// Pushing the endpoint list to the builtin router's pods (DESIGN §6): `PUT /admin/endpoints`
+// Pushing the endpoint list to the builtin router's pods (docs/design.md §6): `PUT /admin/endpoints`
 // with the admin token, to every Ready router pod that has not acknowledged this exact list
 // (acknowledgements are remembered per pod and container restart, by body hash; a new router
 // pod always gets a push). Any failure is thrown: the caller treats it as a reconcile error

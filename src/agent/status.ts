@@ -1,4 +1,4 @@
-// Status (pure): observed objects → DeploymentStatus (DESIGN §3.2). Counts are in instances
+// Status (pure): observed objects → DeploymentStatus (docs/design.md §3.2). Counts are in instances
 // and only from what was observed; conditions keep their lastTransitionTime until their
 // status flips. "Why not ready" names the cause: InsufficientGPU, ImagePullBackOff, CrashLoopBackOff.
 // With a router, the endpoint is the router Service and Ready also needs RouterReady: the router
@@ -281,7 +281,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     allUpdated
       ? condition("UpToDate", "True", "AllUpdated", `every instance runs generation ${generation}`)
       : condition("UpToDate", "False", "RollingUpdate", "instances are being replaced one per role at a time"),
-    // Present while a retirement runs or an aborted one waits to be tried again (DESIGN §7).
+    // Present while a retirement runs or an aborted one waits to be tried again (docs/design.md §7.6).
     ...(retirement?.active
       ? [condition("Retiring", "True", retirement.active.step, `${retirement.active.id}: ${retirement.active.role} r${retirement.active.replica} ${retirement.active.step}`)]
       : retirement?.aborted

@@ -41,11 +41,10 @@ export function registerApiReference(app: OpenAPIHono<AppEnv>, assets: DocsAsset
       pageTitle: "berth API reference",
       url: "/openapi.json",
       cdn: SCALAR_BUNDLE_PATH,
-      // Nothing may reach outside the installation: no web fonts, telemetry, AI agent or MCP links.
+      // Nothing may reach outside the installation: no web fonts, telemetry or AI agent.
       withDefaultFonts: false,
       telemetry: false,
       agent: { disabled: true },
-      mcp: { disabled: true },
       showDeveloperTools: "never",
     }),
   );

@@ -7,6 +7,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import pino from "pino";
 import type { Database } from "../../db/client.ts";
+import { earlyAnswerServerOptions } from "../node-http/early-answers.ts";
 import type { Config } from "./config.ts";
 import type { DocsAssets } from "./docs.ts";
 import { openDatabase as openEntryDatabase, prepareApi } from "./start.ts";
@@ -26,6 +27,15 @@ export const nodeDocsAssets: DocsAssets = {
   },
 };
 
+/**
+ * How the API is served on Node: answers sent before the body was read keep the connection
+ * usable (src/node-http/early-answers.ts owns that, so @hono/node-server's own clean-up of
+ * unread bodies, which closes a socket that advertised keep-alive, is off).
+ */
+export function nodeServeOptions(fetch: (request: Request) => Response | Promise<Response>, port: number, hostname: string) {
+  return { fetch, port, hostname, serverOptions: earlyAnswerServerOptions, autoCleanupIncoming: false };
+}
+
 export interface RunningServer {
   url: string;
   close(): Promise<void>;
@@ -43,7 +53,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   let server: ServerType;
   try {
     server = await new Promise<ServerType>((resolve, reject) => {
-      const s = serve({ fetch: api.app.fetch, port: config.port, hostname: config.host }, () => {
+      const s = serve(nodeServeOptions(api.app.fetch, config.port, config.host), () => {
         s.off("error", reject);
         resolve(s);
       });

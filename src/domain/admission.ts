@@ -1,4 +1,4 @@
-// Admission rules for a defaulted deployment spec (DESIGN §3.1 "Admission refuses"): shape, router,
+// Admission rules for a defaulted deployment spec (docs/design.md §3.1, "Admission refuses"): shape, router,
 // elastic, Kubernetes names, owned flags, fit, scaling, identity on update and cluster capacity.
 // Pure: returns every problem at once, each at a JSON pointer from the request body's root.
 import {

@@ -1,4 +1,4 @@
-// Clusters and the agent protocol's bodies (DESIGN §4): heartbeat inventory, the
+// Clusters and the agent protocol's bodies (docs/design.md §4): heartbeat inventory, the
 // desired-state answer, and agent-side events.
 import { z } from "zod";
 import { Deployment } from "./deployment.ts";

@@ -1,6 +1,6 @@
-// A deployment request (issue #8): model + workload + SLA + hardware bounds in, a ranked list of
+// A deployment request (docs/design.md §11): model + workload + SLA + hardware bounds in, a ranked list of
 // generated deployment specs out. This module owns the request's schema with its defaults and the
-// shape of a plan; planner.ts computes plans. Field names follow DESIGN §3 and the issue text.
+// shape of a plan; planner.ts computes plans. Field names follow docs/design.md §3 and §11.
 import { z } from "zod";
 import { DeploymentSpecInput, GpuType, isDns1035Label, strictObject } from "./deployment-spec.ts";
 import { isId } from "./ids.ts";

@@ -1,4 +1,4 @@
-// The ModelDeployment contract (DESIGN §3.1, §3.2): what a user may send as `spec`, the defaulted
+// The ModelDeployment contract (docs/design.md §3.1, §3.2): what a user may send as `spec`, the defaulted
 // spec that is stored and returned, the status the agent writes, and the conversion of zod issues
 // into JSON-pointer field errors. Invariant: applySpecDefaults(x) parses under DeploymentSpecInput.
 import { GPU_TYPES } from "./gpu-profiles.ts";
@@ -432,7 +432,7 @@ function defaultScaling(scaling: NonNullable<DeploymentSpecInput["scaling"]>): N
 }
 
 /**
- * Fills in every default of DESIGN §3.1. Pure and idempotent: a defaulted spec comes back equal,
+ * Fills in every default of docs/design.md §3.1. Pure and idempotent: a defaulted spec comes back equal,
  * and the result parses under DeploymentSpecInput (a merge patch is applied to it and re-validated).
  */
 export function applySpecDefaults(input: DeploymentSpecInput): DeploymentSpec {

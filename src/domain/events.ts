@@ -1,4 +1,4 @@
-// The event registry (DESIGN §10): every type berth emits, the envelope every event
+// The event registry (docs/design.md §10): every type berth emits, the envelope every event
 // shares, and the payload of each type. These schemas also describe the OpenAPI
 // `webhooks` section, so a receiver can generate types for what it is sent.
 import { z } from "zod";

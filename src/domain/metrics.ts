@@ -1,4 +1,4 @@
-// A deployment's latest aggregated engine signals, as the agent scraped them (issue #5):
+// A deployment's latest aggregated engine signals, as the agent scraped them (docs/design.md §7.1):
 // per role, each signal with the number of pods it sums over, and what could not be read
 // and why. A value nobody observed is absent and listed under `missing`, never 0.
 import { z } from "zod";

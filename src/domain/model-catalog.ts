@@ -56,12 +56,12 @@ export const MODEL_CATALOG: readonly ModelArchitecture[] = [
   {
     id: "meta-llama/Llama-3.2-1B-Instruct", aliases: ["meta-llama/Llama-3.2-1B"], kind: "dense", totalParamsB: 1.24, activeParamsB: 1.24,
     layers: 16, hiddenSize: 2048, attentionHeads: 32, kvHeads: 8, headDim: 64, attention: "GQA", vocabSize: 128256, maxContext: 131072, defaultDtype: "bfloat16",
-    source: "config.json https://huggingface.co/meta-llama/Llama-3.2-1B (16 layers, 2048 hidden, 32/8 heads, head_dim 64); parameters 1.24B from the model card. Not re-verified in this catalogue's session: carried over from model-sizes.ts's reference table",
+    source: "config.json https://huggingface.co/meta-llama/Llama-3.2-1B (16 layers, 2048 hidden, 32/8 heads, head_dim 64); parameters 1.24B from the model card. Carried over from model-sizes.ts's reference table; not checked again against config.json (2026-11)",
   },
   {
     id: "meta-llama/Llama-3.2-3B-Instruct", aliases: ["meta-llama/Llama-3.2-3B"], kind: "dense", totalParamsB: 3.21, activeParamsB: 3.21,
     layers: 28, hiddenSize: 3072, attentionHeads: 24, kvHeads: 8, headDim: 128, attention: "GQA", vocabSize: 128256, maxContext: 131072, defaultDtype: "bfloat16",
-    source: "config.json https://huggingface.co/meta-llama/Llama-3.2-3B (28 layers, 24/8 heads, head_dim 128); parameters 3.21B from the model card. Not re-verified in this session: carried over from model-sizes.ts",
+    source: "config.json https://huggingface.co/meta-llama/Llama-3.2-3B (28 layers, 24/8 heads, head_dim 128); parameters 3.21B from the model card. Carried over from model-sizes.ts; not checked again against config.json (2026-11)",
   },
   llama("meta-llama/Llama-3.1-8B-Instruct", ["meta-llama/Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-8B-Instruct", "nvidia/Llama-3.1-8B-Instruct-FP8", "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8"], 8.03, 32, 4096, 32, AIC("meta-llama--Meta-Llama-3.1-8B"), CARD("meta-llama/Llama-3.1-8B-Instruct", "8.03B safetensors parameters")),
   llama("meta-llama/Llama-3.1-70B-Instruct", ["meta-llama/Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B-Instruct", "nvidia/Llama-3.1-70B-Instruct-FP8"], 70.6, 80, 8192, 64, AIC("meta-llama--Meta-Llama-3.1-70B"), CARD("meta-llama/Llama-3.1-70B-Instruct", "70.6B safetensors parameters")),
@@ -100,12 +100,12 @@ export const MODEL_CATALOG: readonly ModelArchitecture[] = [
   {
     id: "Qwen/Qwen3-VL-8B-Instruct", aliases: [], kind: "dense", totalParamsB: 8.8, activeParamsB: 8.8,
     layers: 36, hiddenSize: 4096, attentionHeads: 32, kvHeads: 8, headDim: 128, attention: "GQA", vocabSize: 151936, maxContext: 262144, defaultDtype: "bfloat16",
-    source: `${AIC("Qwen--Qwen3-VL-8B-Instruct")} (text_config); parameters 8.8B incl. the vision tower: Hugging Face safetensors count, not re-verified in this session`,
+    source: `${AIC("Qwen--Qwen3-VL-8B-Instruct")} (text_config); parameters 8.8B incl. the vision tower: Hugging Face safetensors count, not checked again (2026-11)`,
   },
   {
     id: "Qwen/Qwen2.5-VL-7B-Instruct", aliases: [], kind: "dense", totalParamsB: 8.29, activeParamsB: 8.29,
     layers: 28, hiddenSize: 3584, attentionHeads: 28, kvHeads: 4, headDim: 128, attention: "GQA", vocabSize: 152064, maxContext: 128000, defaultDtype: "bfloat16",
-    source: "layers 0-27, embed 152064 × 3584, k_proj 3584→512 (4 kv heads × 128): the module print of Qwen2_5_VLForConditionalGeneration in github.com/acproject/duorou docs/qwen2.5vl_graph.md; context 128000: xorbitsai/inference docs qwen2.5-vl-instruct; parameters 8.29B (vision tower included) from the Hugging Face safetensors count, not re-verified in this session",
+    source: "layers 0-27, embed 152064 × 3584, k_proj 3584→512 (4 kv heads × 128): the module print of Qwen2_5_VLForConditionalGeneration in github.com/acproject/duorou docs/qwen2.5vl_graph.md; context 128000: xorbitsai/inference docs qwen2.5-vl-instruct; parameters 8.29B (vision tower included) from the Hugging Face safetensors count, not checked again (2026-11)",
   },
   {
     id: "deepseek-ai/DeepSeek-V3", aliases: ["deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3.1"], kind: "moe", totalParamsB: 671, activeParamsB: 37,
@@ -120,7 +120,7 @@ export const MODEL_CATALOG: readonly ModelArchitecture[] = [
   {
     id: "deepseek-ai/DeepSeek-V2-Lite", aliases: ["deepseek-ai/DeepSeek-V2-Lite-Chat"], kind: "moe", totalParamsB: 15.7, activeParamsB: 2.4,
     layers: 27, hiddenSize: 2048, attentionHeads: 16, kvHeads: 16, headDim: 128, attention: "MLA", kvLatentDim: 576, experts: 64, expertsPerToken: 6, vocabSize: 102400, maxContext: 163840, defaultDtype: "bfloat16",
-    source: "27 layers, hidden 2048, 16 heads, kv_lora_rank 512 + qk_pos_emb_head_dim 64, 64 routed experts, '16B total, 2.4B active': a Megatron-Bridge config citing https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite; 15.7B total from the model card. experts per token 6, vocabulary 102400 and max_position_embeddings 163840 are the config.json values as remembered, not re-verified in this session",
+    source: "27 layers, hidden 2048, 16 heads, kv_lora_rank 512 + qk_pos_emb_head_dim 64, 64 routed experts, '16B total, 2.4B active': a Megatron-Bridge config citing https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite; 15.7B total from the model card. experts per token 6, vocabulary 102400 and max_position_embeddings 163840 are config.json values not checked against the published file (2026-11)",
   },
   {
     id: "moonshotai/Kimi-K2-Instruct", aliases: ["moonshotai/Kimi-K2-Instruct-0905"], kind: "moe", totalParamsB: 1000, activeParamsB: 32,
@@ -140,7 +140,7 @@ export const MODEL_CATALOG: readonly ModelArchitecture[] = [
   {
     id: "mistralai/Mistral-7B-Instruct-v0.3", aliases: ["mistralai/Mistral-7B-v0.3"], kind: "dense", totalParamsB: 7.25, activeParamsB: 7.25,
     layers: 32, hiddenSize: 4096, attentionHeads: 32, kvHeads: 8, headDim: 128, attention: "GQA", vocabSize: 32768, maxContext: 32768, defaultDtype: "bfloat16",
-    source: "config.json https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.3 (same layout as Mixtral-8x7B's attention; vocabulary extended to 32768 in v0.3); 7.25B from the safetensors count. Not re-verified in this session",
+    source: "config.json https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.3 (same layout as Mixtral-8x7B's attention; vocabulary extended to 32768 in v0.3); 7.25B from the safetensors count; not checked again against config.json (2026-11)",
   },
   {
     id: "openai/gpt-oss-20b", aliases: [], kind: "moe", totalParamsB: 20.9, activeParamsB: 3.6,
@@ -155,7 +155,7 @@ export const MODEL_CATALOG: readonly ModelArchitecture[] = [
   {
     id: "google/gemma-3-27b-it", aliases: ["google/gemma-3-27b-pt"], kind: "dense", totalParamsB: 27.4, activeParamsB: 27.4,
     layers: 62, hiddenSize: 5376, attentionHeads: 32, kvHeads: 16, headDim: 128, attention: "GQA", vocabSize: 262208, maxContext: 131072, defaultDtype: "bfloat16",
-    source: "62 layers, d_model 5376, 32/16 heads, head_dim 128, sliding window 1024 on 5 of 6 layers (not modelled: the KV estimate is an upper bound): a public transcription of config.json text_config; context 128K: Google's Gemma 3 model card https://ai.google.dev/gemma/docs/core/model_card_3; 27.4B and vocabulary 262208 from the Hugging Face page, not re-verified in this session",
+    source: "62 layers, d_model 5376, 32/16 heads, head_dim 128, sliding window 1024 on 5 of 6 layers (not modelled: the KV estimate is an upper bound): a public transcription of config.json text_config; context 128K: Google's Gemma 3 model card https://ai.google.dev/gemma/docs/core/model_card_3; 27.4B and vocabulary 262208 from the Hugging Face page, not checked again (2026-11)",
   },
   {
     id: "meta-llama/Llama-4-Scout-17B-16E-Instruct", aliases: [], kind: "moe", totalParamsB: 109, activeParamsB: 17,

@@ -1,4 +1,4 @@
-// Operations (DESIGN §3.3): long-running work on one role or replica of a deployment —
+// Operations (docs/design.md §3.3): long-running work on one role or replica of a deployment —
 // retire, resize, restart — persisted so a restarted agent resumes it. Phases only move
 // forward (Pending → Running → a terminal phase); terminal phases are final.
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// The deployment-request planner (issue #8): searches engines × GPU types × tensor/pipeline degrees
+// The deployment-request planner (docs/design.md §11): searches engines × GPU types × tensor/pipeline degrees
 // × aggregated vs prefill/decode, sizes replicas for the workload within the SLA, and ranks what
 // fits by GPUs used, then headroom. Pure: the model catalogue, the perf model and the free
 // inventory in, a plan out; every candidate spec passes deployment admission, every rejected shape
@@ -409,7 +409,7 @@ function describeShape(s: ShapeSummary): string {
 
 /**
  * What Dynamo falls back to outside AIConfigurator's support matrix (aiconfigurator
- * generator/naive.py, DESIGN reference §2.4): the smallest power-of-two TP whose GPUs hold
+ * generator/naive.py, https://github.com/ai-dynamo/aiconfigurator; docs/design.md §12.3): the smallest power-of-two TP whose GPUs hold
  * 1.5 × the weights, capped at one node, vLLM, aggregated, no SLA consideration. berth predicts
  * how it would serve the same workload, sized like any aggregated shape.
  */

@@ -1,4 +1,4 @@
-// queue_depth: replicas from the requests in the engines (DESIGN §7), with the HPA tolerance band.
+// queue_depth: replicas from the requests in the engines (docs/design.md §7.2), with the HPA tolerance band.
 
 /** Float slack so that a ratio of exactly 1 ± tolerance (88 / 80 = 1.1000000000000001) counts as inside. */
 const EPSILON = 1e-9;

@@ -1,4 +1,4 @@
-// The autoscaler's inputs, outputs and carried state (issue #5, DESIGN §7). Plain types: the agent
+// The autoscaler's inputs, outputs and carried state (docs/design.md §7). Plain types: the agent
 // builds them in memory from its metrics scraper and informers, nothing here crosses the API.
 // Invariant: an unread value is `undefined` and named in `missing`, never 0.
 import type { DeploymentSpec } from "./deployment-spec.ts";

@@ -1,6 +1,6 @@
 // sla: replicas from TTFT/ITL targets through the perf model the simulator and the planner share
 // (serving-estimate.ts), corrected by what the engines actually showed over the interval — the
-// correction factors of Dynamo's SLA planner (DESIGN reference dynamo.md §3.3).
+// correction factors of Dynamo's SLA planner (its throughput-based mode, https://github.com/ai-dynamo/dynamo; docs/design.md §7.3, §12.3).
 import type { EngineName, Role } from "./deployment-spec.ts";
 import { gpuProfile, type GpuType } from "./gpu-profiles.ts";
 import { modelFactsForName } from "./model-sizes.ts";

@@ -1,4 +1,4 @@
-// The autoscaler's decision for one deployment and one interval (issue #5, DESIGN §7): per role a
+// The autoscaler's decision for one deployment and one interval (docs/design.md §7): per role a
 // recommendation (queue_depth or sla), then min/max, scale-down stabilization and the
 // one-retirement rule, the prefill:decode ratio, and capacity (quota, free GPUs). Pure: signals,
 // spec and the carried state in; decisions, writes to make, a condition, events and state' out.

@@ -8,7 +8,7 @@
 // delivery is failed. 410 Gone fails it at once and disables the endpoint; an endpoint
 // whose attempts have kept failing for `disableAfterMs` (3 days) is disabled too.
 
-/** DESIGN §10: about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h — 27.6 h in all. */
+/** docs/design.md §10: about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h — 27.6 h in all. */
 export const DEFAULT_RETRY_SCHEDULE_SECONDS: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
 export const JITTER = 0.1;
 

@@ -1,4 +1,4 @@
-// Webhook endpoints and their deliveries (DESIGN §3.3, §10): request and response shapes,
+// Webhook endpoints and their deliveries (docs/design.md §3.3, §10): request and response shapes,
 // the body every delivery carries, and the pure fan-out rule deciding which endpoints an
 // event goes to. Signing and sending live in src/services/webhooks.
 import { z } from "zod";

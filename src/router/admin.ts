@@ -114,7 +114,7 @@ export class Admin {
     try {
       raw = await readBody(req, ADMIN_BODY_LIMIT);
     } catch (error) {
-      if (error instanceof BodyTooLarge) return sendProblem(res, "payload-too-large", error.message, { headers: { connection: "close" } });
+      if (error instanceof BodyTooLarge) return sendProblem(res, "payload-too-large", error.message);
       return; // the agent went away
     }
     let parsed: unknown;

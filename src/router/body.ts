@@ -1,6 +1,7 @@
 // Bounded request-body reading: a declared or actual size past the limit stops reading at
-// once, so a 10 MB prompt costs the router at most `limit` bytes of memory.
-import type { IncomingMessage, ServerResponse } from "node:http";
+// once, so a 10 MB prompt costs the router at most `limit` bytes of memory. What happens to
+// the unread rest (dropped, or the connection closed) is decided in node-http/early-answers.ts.
+import type { IncomingMessage } from "node:http";
 import { Aborted } from "./exchange.ts";
 
 export class BodyTooLarge extends Error {
@@ -42,21 +43,4 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.once("close", onClose);
     req.on("error", () => {});
   });
-}
-
-/**
- * After answering 413 early: let the client finish sending (so it reads the answer instead
- * of a reset), discarding up to `budget` bytes or for `ms` at most, then close.
- */
-export function discardRest(req: IncomingMessage, res: ServerResponse, budget: number, ms: number): void {
-  let seen = 0;
-  const timer = setTimeout(() => req.socket.destroy(), ms);
-  req.on("data", (chunk: Buffer) => {
-    seen += chunk.length;
-    if (seen > budget) req.socket.destroy();
-  });
-  req.once("end", () => clearTimeout(timer));
-  req.once("close", () => clearTimeout(timer));
-  res.once("error", () => {});
-  req.resume();
 }

@@ -1,11 +1,13 @@
 // The router's HTTP server (node:http: byte-for-byte streaming, backpressure, cancellation
 // without adapters): dispatch, the OpenAI routes, and the routing plan (404 unlisted model,
 // 503 at once when nothing eligible, hold only for a role at zero in scale-to-zero mode).
+// Its own errors go out through sendError, which shapes them by path (OpenAI on /v1/*).
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { Admin, sendJson } from "./admin.ts";
-import { BodyTooLarge, discardRest, readBody } from "./body.ts";
+import { earlyAnswerServerOptions } from "../node-http/early-answers.ts";
+import { BodyTooLarge, readBody } from "./body.ts";
 import type { RouterConfig } from "./config.ts";
 import { EndpointRegistry, ROLES, type Role } from "./endpoints.ts";
 import { Aborted, Exchange } from "./exchange.ts";
@@ -21,7 +23,7 @@ import {
 } from "./openai-request.ts";
 import { legRequestId, primeEncoder, serveSglangPd, serveVllmPd, type PdContext } from "./pd.ts";
 import { createPolicy, type Policy, type RouteInput } from "./policies/index.ts";
-import { sendProblem, type ProblemKind } from "./problem.ts";
+import { sendError, type ProblemKind } from "./problem.ts";
 import { forwardHeaders, type RouterFailure, Upstreams } from "./proxy.ts";
 
 const INFERENCE_PATHS: Record<string, InferenceKind> = {
@@ -32,7 +34,7 @@ const INFERENCE_PATHS: Record<string, InferenceKind> = {
 type Plan =
   | { kind: "route"; encode: boolean }
   | { kind: "hold" }
-  | { kind: "problem"; problem: ProblemKind; detail: string; retryAfter?: number };
+  | { kind: "problem"; problem: ProblemKind; detail: string; pointer?: string; retryAfter?: number };
 
 export interface RouterOptions {
   config: RouterConfig;
@@ -72,7 +74,9 @@ export class Router {
     this.admin = new Admin({ config, registry: this.registry, hold: this.hold, policies: this.policies, logger });
     this.upstreams = new Upstreams({ config, registry: this.registry, policies: this.policies, metrics: this.metrics, logger });
     // requestTimeout bounds receiving a request (a slow upload); answers are bounded by --request-timeout.
-    this.server = http.createServer({ keepAliveTimeout: 30_000, headersTimeout: 60_000, requestTimeout: 300_000 }, (req, res) => {
+    // Early answers (413 before the body is read) keep connections usable: see early-answers.ts.
+    const options = { ...earlyAnswerServerOptions, keepAliveTimeout: 30_000, headersTimeout: 60_000, requestTimeout: 300_000 };
+    this.server = http.createServer(options, (req, res) => {
       this.dispatch(req, res);
     });
   }
@@ -93,6 +97,10 @@ export class Router {
       if (req.method !== "GET") return this.refuseMethod(req, res, "GET");
       return sendJson(res, 200, { object: "list", data: this.registry.models() });
     }
+    if (path.startsWith("/v1/models/")) {
+      if (req.method !== "GET") return this.refuseMethod(req, res, "GET");
+      return this.serveModel(req, res, decodeURIComponent(path.slice("/v1/models/".length)));
+    }
     if (path === "/admin/health") return sendJson(res, 200, { status: "ok" });
     if (path.startsWith("/admin/")) {
       this.admin.handle(req, res, path).catch((error: unknown) => this.internalError(res, error));
@@ -109,22 +117,31 @@ export class Router {
       return;
     }
     req.resume();
-    sendProblem(res, "not-found", `There is nothing at ${path}; the router serves /v1/chat/completions, /v1/completions and /v1/models.`);
+    sendError(res, "not-found", `There is nothing at ${path}; the router serves /v1/chat/completions, /v1/completions and /v1/models.`, {
+      instance: clientRequestId(req),
+    });
+  }
+
+  /** GET /v1/models/{id}: the card of a served model (ids may contain "/", e.g. "Qwen/Qwen3-8B"). */
+  private serveModel(req: IncomingMessage, res: ServerResponse, id: string): void {
+    const card = this.registry.models().find((candidate) => candidate.id === id);
+    if (card !== undefined) return sendJson(res, 200, card);
+    const listed = this.registry.models().map((model) => `"${model.id}"`).join(", ");
+    sendError(res, "model-not-found", `The model "${id}" is not served here; the models are ${listed || "none"}.`, {
+      pointer: "/model",
+      instance: clientRequestId(req),
+    });
   }
 
   private async serveInference(req: IncomingMessage, res: ServerResponse, kind: InferenceKind, path: string): Promise<void> {
-    const requestId = req.headers["x-request-id"];
-    const exchange = new Exchange(res, this.config.requestTimeoutMs, typeof requestId === "string" ? requestId : undefined);
+    const exchange = new Exchange(res, this.config.requestTimeoutMs, clientRequestId(req));
     try {
       let raw: Buffer;
       try {
         raw = await readBody(req, this.config.maxBodyBytes);
       } catch (error) {
         if (!(error instanceof BodyTooLarge)) throw error;
-        this.problem(exchange, "payload-too-large", `${error.message} Send a smaller prompt (the limit is --max-body-bytes).`, {
-          connection: "close",
-        });
-        discardRest(req, res, 4 * this.config.maxBodyBytes, 10_000);
+        this.problem(exchange, "payload-too-large", `${error.message} Send a smaller prompt (the limit is --max-body-bytes).`);
         return;
       }
       let request: InferenceRequest;
@@ -132,9 +149,7 @@ export class Router {
         request = parseInferenceRequest(kind, path, raw);
       } catch (error) {
         if (!(error instanceof InvalidInferenceRequest)) throw error;
-        this.problem(exchange, error.malformed ? "malformed-body" : "invalid-request", error.message, {}, {
-          errors: [{ pointer: error.pointer, detail: error.message }],
-        });
+        this.problem(exchange, error.malformed ? "malformed-body" : "invalid-request", error.message, {}, error.pointer);
         return;
       }
       await this.route(exchange, request, req);
@@ -174,7 +189,7 @@ export class Router {
     }
     if (plan.kind === "problem") {
       const headers: Record<string, string> = plan.retryAfter !== undefined ? { "retry-after": String(plan.retryAfter) } : {};
-      return this.problem(exchange, plan.problem, plan.detail, headers);
+      return this.problem(exchange, plan.problem, plan.detail, headers, plan.pointer);
     }
 
     const headers = forwardHeaders(req.headers);
@@ -231,6 +246,7 @@ export class Router {
         kind: "problem",
         problem: "model-not-found",
         detail: `The model "${request.model}" is not served here; the models are ${listed || "none"}.`,
+        pointer: "/model",
       };
     }
     const encode = media && registry.ofRole("encode").length > 0;
@@ -264,30 +280,22 @@ export class Router {
     kind: ProblemKind,
     detail: string,
     headers: Record<string, string> = {},
-    extensions?: Record<string, unknown>,
+    pointer?: string,
   ): void {
     if (exchange.res.headersSent || exchange.res.destroyed) return;
-    sendProblem(exchange.res, kind, detail, { headers, extensions, instance: exchange.clientRequestId });
+    sendError(exchange.res, kind, detail, { headers, pointer, instance: exchange.clientRequestId });
     this.metrics.response("", exchange.res.statusCode);
   }
 
   private refuseMethod(req: IncomingMessage, res: ServerResponse, allow: string): void {
     req.resume();
-    sendProblem(res, "method-not-allowed", `Use ${allow} here.`, { headers: { allow } });
+    sendError(res, "method-not-allowed", `Use ${allow} here.`, { headers: { allow }, instance: clientRequestId(req) });
   }
 
   private internalError(res: ServerResponse, error: unknown): void {
     this.logger.error({ err: error }, "router error");
     if (!res.headersSent) {
-      res.writeHead(500, { "content-type": "application/problem+json" });
-      res.end(
-        JSON.stringify({
-          type: "https://berth.dev/problems/internal",
-          title: "Internal error",
-          status: 500,
-          detail: "The router failed to handle the request; it has been logged.",
-        }),
-      );
+      sendError(res, "internal", "The router failed to handle the request; it has been logged.", { instance: clientRequestId(res.req) });
     } else res.destroy();
   }
 
@@ -324,6 +332,12 @@ export class Router {
     this.upstreams.close();
     await closed;
   }
+}
+
+/** The client's X-Request-Id, kept in error answers so its logs and ours join up. */
+function clientRequestId(req: IncomingMessage): string | undefined {
+  const id = req.headers["x-request-id"];
+  return typeof id === "string" && id !== "" ? id : undefined;
 }
 
 export async function startRouter(options: RouterOptions): Promise<RunningRouter> {

@@ -38,7 +38,7 @@ export interface AppConfig {
   webhooks: WebhookConfig;
 }
 
-/** Webhook delivery (DESIGN §10). */
+/** Webhook delivery (docs/design.md §10). */
 export interface WebhookConfig {
   /** BERTH_WEBHOOK_RETRY_SCHEDULE: seconds before each retry (jittered ±10%). */
   retryScheduleSeconds: readonly number[];

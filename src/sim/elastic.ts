@@ -1,4 +1,4 @@
-// vLLM's elastic expert parallelism resize (`POST /scale_elastic_ep`, reference vllm.md §5): the call
+// vLLM's elastic expert parallelism resize (`POST /scale_elastic_ep`, vLLM `vllm/entrypoints/serve/elastic_ep/api_router.py`, docs/design.md §12.1): the call
 // blocks until the new width serves; meanwhile `runtime.scaling` makes every path answer 503.
 // Afterwards each new rank has its own batch and KV capacity, and every vllm: series restarts.
 // SIM_ELASTIC_FAULT (elastic-faults.ts) may refuse a size-changing call or withhold its answer.

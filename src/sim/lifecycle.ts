@@ -1,4 +1,4 @@
-// Start-up, health and SIGTERM as each engine does them (reference vllm.md §6, sglang §2).
+// Start-up, health and SIGTERM as each engine does them (vLLM `vllm/entrypoints/launcher.py`, SGLang `http_server.py`; docs/design.md §12).
 // vLLM: listens only once ready; /health is 200 throughout a drain; SIGTERM aborts in-flight requests
 // (finish_reason "abort") unless --shutdown-timeout N > 0, which drains for up to N s and refuses new
 // requests. SGLang: /health is 503 until warm-up and while draining, otherwise a one-token generation

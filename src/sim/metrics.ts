@@ -1,5 +1,5 @@
-// Prometheus series with the engines' own names, types, labels and buckets (reference/vllm.md §3,
-// reference/sglang-and-routers.md §3), exposed through prom-client. vLLM labels every series with
+// Prometheus series with the engines' own names, types, labels and buckets (vLLM `vllm/v1/metrics/loggers.py`,
+// SGLang's `sglang:` metrics; docs/design.md §12), exposed through prom-client. vLLM labels every series with
 // `model_name` and `engine` (the global DP rank), so the set of `engine` values shows the current
 // data-parallel width; SGLang uses `model_name`, `engine_type` and per-scheduler rank labels.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";

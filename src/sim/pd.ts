@@ -1,5 +1,5 @@
 // Prefill/decode disaggregation, both styles. vLLM/NIXL: the prefill leg answers with
-// `kv_transfer_params` (reference vllm.md §4.2) and a decode leg carrying valid ones skips prefill
+// `kv_transfer_params` (vLLM's NIXL connector, docs/design.md §12.1) and a decode leg carrying valid ones skips prefill
 // compute, paying only the KV transfer. SGLang: the prefill server runs a bootstrap HTTP server
 // (`--disaggregation-bootstrap-port`, on `--host`); a decode server asks it for the request's
 // `bootstrap_room` and decodes once that prefill has run. The KV bytes themselves (NIXL, Mooncake)

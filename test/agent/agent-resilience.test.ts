@@ -1,4 +1,4 @@
-// The agent's resilience (issue #4), against a real `berth serve` and the simulated cluster:
+// The agent's resilience (docs/design.md §1.3), against a real `berth serve` and the simulated cluster:
 // an agent killed mid-rollout and started afresh finishes it without extra pods, one instance
 // at a time; a 20 s API outage deletes nothing and the agent reconnects on its own; kubectl
 // lists exactly the objects the agent rendered. Pods are sampled every 100 ms throughout.

@@ -1,4 +1,4 @@
-// The prefill:decode ratio end to end (issue #5): a vLLM PD deployment behind the builtin router,
+// The prefill:decode ratio end to end (docs/design.md §7.4): a vLLM PD deployment behind the builtin router,
 // scaled actively by queue_depth under a decode-heavy load step (long outputs: each request's
 // prefill leg is short, its decode leg lasts about a second, so decode queues grow and prefill's do
 // not). The autoscaler writes every role's replicas in one PATCH of `spec.roles`, so no spec the

@@ -1,4 +1,4 @@
-// Elastic EP resize as a persisted operation (issue #7, DESIGN §8), end to end: a real `berth
+// Elastic EP resize as a persisted operation (docs/design.md §8.2), end to end: a real `berth
 // serve`, a simulated cluster whose pods are engine-simulator processes (the leader answers
 // /scale_elastic_ep as vLLM does, 503 on every path while it scales) and router processes, the
 // agent in-process. Grow 2 → 4 and shrink 4 → 2 under a steady stream of streaming requests with

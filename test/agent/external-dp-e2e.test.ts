@@ -1,4 +1,4 @@
-// External data parallelism end to end (issue #7 item 7, DESIGN §8): a real `berth serve`, a
+// External data parallelism end to end (docs/design.md §8.3): a real `berth serve`, a
 // simulated cluster and the agent in-process. A vLLM role with externalDP and data 4 runs one pod
 // per rank (--data-parallel-rank r), each its own router endpoint; the deployment is Ready only
 // when the builtin router confirms all four (status ranks serving 4, RouterCoverage True), every

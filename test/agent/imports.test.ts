@@ -1,4 +1,4 @@
-// The agent's zone (STYLE rule 1): src/agent imports the renderer, the pure domain, client-node
+// The agent's zone (the import directions of docs/design.md §2): src/agent imports the renderer, the pure domain, client-node
 // and itself — never db/, routes/ or the API's services.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// Retirement as a persisted operation (DESIGN §7), end to end: a real `berth serve`, a simulated
+// Retirement as a persisted operation (docs/design.md §7.6), end to end: a real `berth serve`, a simulated
 // cluster whose pods are engine-simulator and router processes, the agent in-process. Under a
 // steady stream of streaming chat completions a replicas decrease retires the highest index
 // through Withdrawing → Draining → Deleting → Settling → Succeeded without failing one request

@@ -1,4 +1,4 @@
-// The agent side of the API (DESIGN §4): heartbeat and connection events, desired state
+// The agent side of the API (docs/design.md §4): heartbeat and connection events, desired state
 // by long-poll, deletion confirmation, agent events, and the autoscaler's replicas write.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sweepClusters } from "../../src/services/agent/sweep-clusters.ts";

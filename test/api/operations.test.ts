@@ -1,4 +1,4 @@
-// Operations (DESIGN §3.3): the agent records, lists and moves on its operations; users read
+// Operations (docs/design.md §3.3): the agent records, lists and moves on its operations; users read
 // them. Idempotent creation (Idempotency-Key replay, and a 409 naming the active operation of
 // the same target), phase rules, server-kept steps and finishedAt, events in order with their
 // payloads, and isolation between projects and between clusters.

@@ -1,4 +1,4 @@
-// The resize verb (issue #7): POST /v1/deployments/{id}/roles/{role}/resize { width } changes
+// The resize verb (docs/design.md §8.1): POST /v1/deployments/{id}/roles/{role}/resize { width } changes
 // elastic.width through the PATCH write path and records a Pending resize Operation in the
 // same transaction. One resize of a role at a time, even under concurrent requests.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -70,7 +70,7 @@ describe.each(DRIVERS)("database on %s", (driver) => {
   });
 
   // PGlite is one connection: transactions serialise there, so SKIP LOCKED has nothing to
-  // skip (STACK gotcha 3). The claim test exists only for the multi-connection drivers.
+  // skip. The claim test exists only for the multi-connection drivers.
   const multiConnection = driver !== "pglite";
   if (multiConnection) it("concurrent FOR UPDATE SKIP LOCKED claims get disjoint rows", async () => {
     const ids = Array.from({ length: 10 }, (_, i) => `prj_claim_${String(i).padStart(2, "0")}`);

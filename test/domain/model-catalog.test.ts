@@ -11,6 +11,10 @@ describe("the model catalogue", () => {
     for (const entry of MODEL_CATALOG) {
       expect(ModelArchitecture.parse(entry)).toEqual(entry);
       expect(entry.source.length).toBeGreaterThan(20);
+      // Served by GET /v1/catalog/models: a source says where a figure comes from and, when it
+      // was not checked against the published file, says so with a date — never how it was written.
+      expect(entry.source, entry.id).not.toMatch(/\bsession\b|re-verified|\/work\//i);
+      if (/not checked/.test(entry.source)) expect(entry.source, entry.id).toMatch(/\(\d{4}-\d{2}\)/);
       expect(entry.activeParamsB).toBeLessThanOrEqual(entry.totalParamsB);
       expect(entry.kind === "moe").toBe(entry.experts !== undefined);
       expect(entry.attention === "MLA").toBe(entry.kvLatentDim !== undefined);

@@ -149,9 +149,11 @@ describe("model union", () => {
     const unknown = await r.chat(chatBody("x", { model: "org/unknown" }));
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({
-      type: "https://berth.dev/problems/model-not-found",
-      status: 404,
-      detail: 'The model "org/unknown" is not served here; the models are "org/chat", "org/chat-alias", "org/code", "org/spare".',
+      error: {
+        type: "model_not_found",
+        param: "model",
+        message: 'The model "org/unknown" is not served here; the models are "org/chat", "org/chat-alias", "org/code", "org/spare".',
+      },
     });
   });
 

@@ -281,7 +281,7 @@ describe("EPD", () => {
     await r.put({ endpoints: [{ ...entry(encoder, "encode"), state: "draining" }, entry(prefill, "prefill"), entry(decode, "decode")] });
     const response = await r.chat({ model: "m", messages: [imageMessage] });
     expect(response.status).toBe(503);
-    expect(((await response.json()) as { detail: string }).detail).toMatch(/No eligible encode endpoint/);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/No eligible encode endpoint/);
     expect((await r.chat(chatBody("text still works"))).status).toBe(200);
   });
 });
@@ -306,6 +306,6 @@ describe("PD holds", () => {
     await r.put({ endpoints: [entry(prefill, "prefill")] });
     const response = await r.chat(chatBody("x"));
     expect(response.status).toBe(503);
-    expect(((await response.json()) as { detail: string }).detail).toBe("No decode endpoints are configured.");
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe("No decode endpoints are configured.");
   });
 });

@@ -249,8 +249,8 @@ describe("retries", () => {
     await r.put(servers({ name: "gone", url: `http://127.0.0.1:${port}` }));
     const refused = await r.chat(chatBody("x"));
     expect(refused.status).toBe(502);
-    expect(refused.headers.get("content-type")).toBe("application/problem+json");
-    expect(await refused.json()).toMatchObject({ type: "https://berth.dev/problems/bad-gateway", status: 502 });
+    expect(refused.headers.get("content-type")).toBe("application/json");
+    expect(await refused.json()).toMatchObject({ error: { type: "bad_gateway", code: "bad_gateway", param: null } });
   });
 
   it("does not retry once the answer has started", async () => {
@@ -291,7 +291,7 @@ describe("retries", () => {
     expect(await r.metrics()).toMatch(/berth_router_upstream_errors_total\{endpoint="resizing",reason="scaling",status="503"\} 2/);
   });
 
-  it("bounds the elastic-resize wait, then answers its own 503 problem with Retry-After", async () => {
+  it("bounds the elastic-resize wait, then answers its own OpenAI-shaped 503 with Retry-After", async () => {
     const resizing = await engine("resizing", { behaviour: SCALING_ANSWER });
     const r = await router(["--scaling-retry-timeout", "0.6"]);
     await r.put(servers(resizing));
@@ -299,9 +299,11 @@ describe("retries", () => {
     const response = await r.chat(chatBody("x"));
     const elapsed = Date.now() - started;
     expect(response.status).toBe(503);
-    expect(response.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(response.headers.get("content-type")).toBe("application/json");
     expect(response.headers.get("retry-after")).toBe("5");
-    expect((await response.json()).detail).toMatch(/resizing was still resizing after \d+ s/);
+    const body = (await response.json()) as { error: { type: string; message: string } };
+    expect(body.error.type).toBe("unavailable");
+    expect(body.error.message).toMatch(/resizing was still resizing after \d+ s/);
     expect(elapsed).toBeGreaterThanOrEqual(250);
     expect(elapsed).toBeLessThan(2_000);
     expect(resizing.completions().length).toBeGreaterThanOrEqual(2);
@@ -309,14 +311,14 @@ describe("retries", () => {
 });
 
 describe("timeouts", () => {
-  it("answers 504 problem+json when the upstream does not answer in time, and cancels it", async () => {
+  it("answers an OpenAI-shaped 504 when the upstream does not answer in time, and cancels it", async () => {
     const stuck = await engine("stuck", { behaviour: () => new Promise(() => {}) });
     const r = await router(["--request-timeout", "0.3"]);
     await r.put(servers(stuck));
     const started = Date.now();
     const response = await r.chat(chatBody("x"));
     expect(response.status).toBe(504);
-    expect(await response.json()).toMatchObject({ type: "https://berth.dev/problems/gateway-timeout", status: 504 });
+    expect(await response.json()).toMatchObject({ error: { type: "gateway_timeout", code: "gateway_timeout" } });
     expect(Date.now() - started).toBeLessThan(1_500);
     await until(() => stuck.cancelled === 1);
   });
@@ -381,11 +383,9 @@ describe("draining and availability", () => {
     expect(Date.now() - started).toBeLessThan(500);
     expect(response.status).toBe(503);
     expect(response.headers.get("retry-after")).toBe("2");
-    expect(response.headers.get("content-type")).toBe("application/problem+json");
+    expect(response.headers.get("content-type")).toBe("application/json");
     expect(await response.json()).toMatchObject({
-      type: "https://berth.dev/problems/unavailable",
-      status: 503,
-      detail: 'No eligible server endpoint serves model "m" (1 configured, 1 draining).',
+      error: { type: "unavailable", code: "unavailable", param: null, message: 'No eligible server endpoint serves model "m" (1 configured, 1 draining).' },
     });
     expect(a.completions().length).toBe(0);
   });
@@ -424,12 +424,12 @@ describe("scale-to-zero holds", () => {
     await until(async () => (await r.endpoints()).held === 1);
     const second = await r.chat(chatBody("no room"));
     expect(second.status).toBe(503);
-    expect(((await second.json()) as { detail: string }).detail).toMatch(/Too many requests/);
+    expect(((await second.json()) as { error: { message: string } }).error.message).toMatch(/Too many requests/);
     const timedOut = await first;
     expect(timedOut.status).toBe(503);
     expect(timedOut.headers.get("retry-after")).toBe("5");
     expect(Date.now() - started).toBeGreaterThanOrEqual(280);
-    expect(((await timedOut.json()) as { detail: string }).detail).toMatch(/hold timeout/);
+    expect(((await timedOut.json()) as { error: { message: string } }).error.message).toMatch(/hold timeout/);
   });
 
   it("drops a held request whose client leaves", async () => {

@@ -5,7 +5,7 @@
 //   clones it with `CREATE DATABASE … TEMPLATE` (see databases.ts).
 // - Starts a WebSocket→TCP proxy so the Neon driver can reach that server.
 // - Migrates ONE in-memory PGlite and writes `dumpDataDir()` to a temp file; tests load it
-//   instead of migrating again (PGlite creation is slow, STACK gotcha 3).
+//   instead of migrating again (creating a PGlite takes seconds).
 //
 // Temp dirs carry an `owner.pid` file; a later run stops and removes those whose owner
 // died without tearing down (SIGKILL, Ctrl-C during setup), so servers never pile up.

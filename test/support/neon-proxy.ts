@@ -1,5 +1,5 @@
 // A minimal WebSocket→TCP proxy so the Neon serverless driver can talk to a plain
-// local PostgreSQL in tests (STACK gotcha 2). Each WebSocket on ws://127.0.0.1:PORT/v1
+// local PostgreSQL in tests (the driver speaks only WebSocket). Each WebSocket on ws://127.0.0.1:PORT/v1
 // gets its own TCP connection; binary frames are copied both ways unchanged.
 import net from "node:net";
 import type { AddressInfo } from "node:net";

@@ -4,7 +4,7 @@ import { parseConfig } from "../../src/api/config.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../../src/domain/webhook-retry.ts";
 
 describe("webhook configuration", () => {
-  it("defaults to the DESIGN schedule with the SSRF guard on", () => {
+  it("defaults to the schedule of docs/design.md §10 with the SSRF guard on", () => {
     const config = parseConfig({});
     expect(config.webhookRetrySchedule).toEqual([...DEFAULT_RETRY_SCHEDULE_SECONDS]);
     expect(config.webhookAllowPrivate).toBe(false);

@@ -1,5 +1,5 @@
 // Quick start: create a deployment, wait for its watch notice, scale it with If-Match,
-// list, delete. Run against a berth API:
+// list, delete, and wait until it is gone. Run against a berth API:
 //   BERTH_URL=http://127.0.0.1:8787 BERTH_TOKEN=bp_… npx tsx clients/typescript/examples/quickstart.ts [name]
 // With an installation-wide key, BERTH_PROJECT names the project (default: the "default" project).
 import { createBerthClient, etagOf, unwrap } from "../src/index.ts";
@@ -47,15 +47,20 @@ for await (const notice of client.watchDeployments({
 }
 
 // 4. Scale with If-Match: a merge patch replaces arrays, so send the roles with one field changed.
-const { data: current, response } = await client.GET("/v1/deployments/{idOrName}", { params: { path: { idOrName: created.id } } });
-if (!current) throw new Error(`GET ${created.id}: ${response.status}`);
-const scaled = await unwrap(
-  client.PATCH("/v1/deployments/{idOrName}", {
-    params: { path: { idOrName: created.id }, header: { "if-match": etagOf(response) } },
-    headers: { "Content-Type": "application/merge-patch+json" },
-    body: { spec: { roles: current.spec.roles.map((role) => (role.name === "main" ? { ...role, replicas: 2 } : role)) } },
-  }),
-);
+// The agent's status writes move the ETag too, so a 412 means: read again and retry (3 tries).
+async function scaleMain(replicas: number) {
+  for (let attempt = 1; ; attempt++) {
+    const { data: current, response } = await client.GET("/v1/deployments/{idOrName}", { params: { path: { idOrName: created.id } } });
+    if (!current) throw new Error(`GET ${created.id}: ${response.status}`);
+    const patched = await client.PATCH("/v1/deployments/{idOrName}", {
+      params: { path: { idOrName: created.id }, header: { "if-match": etagOf(response) } },
+      headers: { "Content-Type": "application/merge-patch+json" },
+      body: { spec: { roles: current.spec.roles.map((role) => (role.name === "main" ? { ...role, replicas } : role)) } },
+    });
+    if (patched.response.status !== 412 || attempt === 3) return unwrap(Promise.resolve(patched));
+  }
+}
+const scaled = await scaleMain(2);
 console.log(`scaled ${scaled.name}: main replicas ${scaled.spec.roles[0]!.replicas}, generation ${scaled.generation}`);
 
 // 5. List every deployment of the project, page by page.
@@ -69,3 +74,17 @@ console.log(`listed ${names.length} deployment(s): ${names.join(", ")}`);
 const deleted = await client.DELETE("/v1/deployments/{idOrName}", { params: { path: { idOrName: created.id } } });
 if (!deleted.response.ok) throw new Error(`DELETE ${created.id}: ${deleted.response.status}`);
 console.log(`deleted ${created.name} (${deleted.response.status})`);
+
+// 7. After a 202, follow the watch until the record is gone (at most 60 s).
+if (deleted.response.status === 202) {
+  for await (const notice of client.watchDeployments({
+    resourceVersion: scaled.resourceVersion,
+    projectId: created.projectId,
+    signal: AbortSignal.timeout(60_000),
+  })) {
+    if (notice.type === "DELETED" && notice.object.id === created.id) {
+      console.log(`gone: ${created.name}`);
+      break;
+    }
+  }
+}

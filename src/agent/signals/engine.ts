@@ -1,5 +1,5 @@
 // One scrape of an engine pod → the values the autoscaler reads (pure), under vLLM's or SGLang's
-// own names (reference/vllm.md §3, reference/sglang-and-routers.md §3). Series are summed over the
+// own names (vLLM `vllm/v1/metrics/loggers.py`, SGLang's `sglang:` metrics; docs/design.md §12). Series are summed over the
 // pod's data-parallel ranks (vLLM `engine`, SGLang `dp_rank`). A field is absent only when the
 // engine declares no such metric; a declared family with no series yet counts as 0.
 import type { Exposition, Sample } from "./exposition.ts";

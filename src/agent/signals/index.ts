@@ -1,4 +1,4 @@
-// The agent's signals layer (issue #5 item 1): engine and router reads → per-role signals.
+// The agent's signals layer (docs/design.md §7.1): engine and router reads → per-role signals.
 export { aggregateRoles, type AggregateInput, type ExtraRoleSignals, type ScrapeFailure } from "./aggregate.ts";
 export { readEngineIdentity, readEngineValues, type EngineIdentity, type EngineName, type EngineValues, type HistogramTotals } from "./engine.ts";
 export { ExpositionError, parseExposition, type Exposition, type Family, type MetricType, type Sample } from "./exposition.ts";

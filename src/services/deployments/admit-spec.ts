@@ -1,4 +1,4 @@
-// The admission pipeline shared by create, replace and patch, in the order DESIGN §3.1
+// The admission pipeline shared by create, replace and patch, in the order docs/design.md §3.1
 // fixes: schema (400) → defaults → admission rules and fit (422) → quota (403, last).
 import type { Db } from "../../../db/client.ts";
 import { findClusterById, listClusters, type ClusterRow } from "../../../db/queries/clusters.ts";

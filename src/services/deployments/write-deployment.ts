@@ -77,7 +77,7 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
 
 /**
  * Users need an editor key. An agent credential may write too — as the autoscaler, and
- * only to deployments of its own cluster, addressed by id (DESIGN §4).
+ * only to deployments of its own cluster, addressed by id (docs/design.md §4).
  */
 async function findWritableDeployment(ctx: ServiceContext, address: DeploymentAddress): Promise<DeploymentRow> {
   if (ctx.principal.kind === "user") {

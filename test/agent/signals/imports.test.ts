@@ -1,4 +1,4 @@
-// The signals layer stays in the agent's zone (STYLE rule 1) and needs no library: it imports
+// The signals layer stays in the agent's zone (the import directions of docs/design.md §2) and needs no library: it imports
 // itself, the agent, the pure domain and node: built-ins only.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";

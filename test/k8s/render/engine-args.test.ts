@@ -1,5 +1,5 @@
-// Exact engine argv per shape and member, against the recipes of reference/vllm.md §1.1, §4, §5
-// and reference/sglang-and-routers.md §1, §4: what the kubelet execs, command + args.
+// Exact engine argv per shape and member, against the upstream recipes (vLLM and SGLang launch,
+// DP, PD and elastic EP flags; docs/design.md §5.1, §12): what the kubelet execs, command + args.
 import { describe, expect, it } from "vitest";
 import { renderDeployment, renderInstancePods, renderMemberPod } from "../../../k8s/render/index.ts";
 import { ELASTIC_LEADER_SCRIPT } from "../../../k8s/render/engine-vllm.ts";
