@@ -37,8 +37,9 @@ export type RollbackRequest = z.infer<typeof RollbackRequest>;
  * - with `scaling.mode: active` now, the replicas of every role: the autoscaler sets them
  *   and would undo a restored count on its next step (like `kubectl rollout undo`, which
  *   restores the pod template and not the replica count);
- * - always, an elastic role's `elastic.width`: the resize verb changes it together with the
- *   Operation that re-forms the engine, and a spec change alone would leave them apart.
+ * - always, an elastic role's `elastic.width`: like replicas it is a size, not the
+ *   configuration a rollback is for, and changing it re-forms the engine's EP group (a
+ *   multi-step resize Operation); the resize verb changes it on purpose.
  * Identity fields are not touched here: the write path's admission refuses them (422), and
  * a result equal to the current spec writes nothing (the write path's no-change case).
  */
