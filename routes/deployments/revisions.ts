@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { serviceContext, type AppEnv } from "../../src/api/env.ts";
 import { AUTH_PROBLEMS, bearerSecurity, jsonContent, problems } from "../../src/api/route-kit.ts";
 import { ListQuery, listOf } from "../../src/domain/resources.ts";
-import { Revision } from "../../src/domain/revisions.ts";
+import { Revision, REVISIONS_RETAINED } from "../../src/domain/revisions.ts";
 import { listDeploymentRevisions } from "../../src/services/deployments/list-revisions.ts";
 import { DeploymentPathParams, ProjectScopeQuery } from "./shared.ts";
 
@@ -13,7 +13,7 @@ const route = createRoute({
   tags: ["Deployments"],
   summary: "The deployment's revision history, newest first",
   description:
-    "The spec of each retained generation (the newest 50), who wrote it (actor) and when; rollbackOf marks a rollback. " +
+    `The spec of each retained generation (the newest ${REVISIONS_RETAINED}), who wrote it (actor) and when; rollbackOf marks a rollback. ` +
     "Paged by an opaque cursor. POST …/rollback { generation } restores one.",
   security: bearerSecurity,
   request: { params: DeploymentPathParams, query: ProjectScopeQuery.extend(ListQuery.shape) },

@@ -271,7 +271,7 @@ export interface paths {
         put?: never;
         /**
          * Restore a retained generation's spec as a new generation
-         * @description Writes the revision's spec through the same path as PATCH (If-Match, admission, quota, capacity, deployment.updated) and records the new revision with rollbackOf. Replicas stay as they are while scaling.mode is active (the autoscaler owns them), and elastic widths always stay (the resize verb owns them). A spec equal to the current one answers 200 with the deployment unchanged (no new generation). An unretained generation is a 404 naming the retained range; a revision that differs in identity fields is a 422.
+         * @description Writes the revision's spec through the same path as PATCH (If-Match, admission, quota, capacity, deployment.updated) and records the new revision with rollbackOf. Replicas stay as they are while scaling.mode is active (the autoscaler owns them), and elastic widths always stay (change them with the resize verb). A spec equal to the current one answers 200 with the deployment unchanged (no new generation). An unretained generation is a 404 naming the retained range; a revision that differs in identity fields is a 422.
          */
         post: operations["rollbackDeployment"];
         delete?: never;
