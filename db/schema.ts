@@ -122,6 +122,28 @@ export const deployments = pgTable(
 );
 
 /**
+ * Every generation's spec (docs/design.md §3.1), written in the transaction that wrote the
+ * generation, so the history is exactly the specs the deployment had. Only the newest
+ * REVISIONS_RETAINED are kept (src/domain/revisions.ts); they go with their deployment.
+ */
+export const deploymentRevisions = pgTable(
+  "deployment_revisions",
+  {
+    deploymentId: text("deployment_id")
+      .notNull()
+      .references(() => deployments.id, { onDelete: "cascade" }),
+    generation: integer("generation").notNull(),
+    spec: json("spec").notNull(),
+    /** Who wrote it: { kind, keyId? } like the events' actor. */
+    actor: json("actor").notNull(),
+    /** The generation a rollback restored; null for any other write. */
+    rollbackOf: integer("rollback_of"),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.deploymentId, t.generation] })],
+);
+
+/**
  * What remains of a deleted deployment, so readers that follow changes by
  * resourceVersion (watchers, the agents' `desired` long-poll) learn of the deletion.
  */

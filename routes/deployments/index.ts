@@ -10,6 +10,8 @@ import { registerListScalingEvents } from "./scaling-events.ts";
 import { registerPatchDeployment } from "./patch.ts";
 import { registerPutDeploymentStatus } from "./put-status.ts";
 import { registerReplaceDeployment } from "./replace.ts";
+import { registerListDeploymentRevisions } from "./revisions.ts";
+import { registerRollbackDeployment } from "./rollback.ts";
 
 export function registerDeploymentRoutes(app: OpenAPIHono<AppEnv>) {
   registerCreateDeployment(app);
@@ -22,4 +24,6 @@ export function registerDeploymentRoutes(app: OpenAPIHono<AppEnv>) {
   registerResizeDeploymentRole(app);
   registerGetDeploymentMetrics(app);
   registerListScalingEvents(app);
+  registerListDeploymentRevisions(app);
+  registerRollbackDeployment(app);
 }

@@ -31,6 +31,8 @@ user commands (BERTH_URL/BERTH_TOKEN or \`berth login\`; --help on each):
   delete NAME|ID                  delete a deployment
   watch                           follow deployment changes, one line per notice
   scale NAME ROLE=N…              set role replicas (If-Match, one retry on 412)
+  rollout status|history|undo NAME
+                                  rollout progress, revision history, roll back
   keys list|create|revoke         API keys
   clusters create|get|list        clusters and their join tokens
   webhooks list|create|delete|test
@@ -80,6 +82,7 @@ const USER_COMMANDS: Record<string, () => Promise<{ run(args: string[]): Promise
   delete: () => import("./commands/delete.ts"),
   watch: () => import("./commands/watch.ts"),
   scale: () => import("./commands/scale.ts"),
+  rollout: () => import("./commands/rollout.ts"),
   keys: () => import("./commands/keys.ts"),
   clusters: () => import("./commands/clusters.ts"),
   webhooks: () => import("./commands/webhooks.ts"),

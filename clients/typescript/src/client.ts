@@ -10,6 +10,7 @@ import type { components, operations, paths } from "./schema.ts";
 export type Deployment = components["schemas"]["Deployment"];
 export type Event = components["schemas"]["Event"];
 export type EventType = components["schemas"]["EventType"];
+export type Revision = components["schemas"]["Revision"];
 
 /** One notice of GET /v1/deployments?watch=true; its SSE id is `resourceVersion`. */
 export type DeploymentWatchNotice =
@@ -68,6 +69,13 @@ export interface BerthClientExtras {
   watchDeployments(options?: WatchDeploymentsOptions): AsyncGenerator<DeploymentWatchNotice>;
   /** Events of GET /v1/events/stream, resumed across disconnects. */
   streamEvents(options?: StreamEventsOptions): AsyncGenerator<Event>;
+  /** Every retained revision of a deployment (id or name), newest first. */
+  revisions(idOrName: string, options?: { projectId?: string }): AsyncGenerator<Revision>;
+  /**
+   * POST …/rollback: a new generation with that revision's spec (the deployment unchanged when
+   * it already has it). `ifMatch` makes it conditional; throws BerthApiError on a refusal.
+   */
+  rollback(idOrName: string, generation: number, options?: { ifMatch?: string; projectId?: string }): Promise<Deployment>;
 }
 
 export type BerthClient = Client<paths> & BerthClientExtras;
@@ -135,7 +143,25 @@ export function createBerthClient(options: BerthClientOptions): BerthClient {
     }
   }
 
-  return Object.assign(api, { paginate, watchDeployments, streamEvents });
+  function revisions(idOrName: string, options: { projectId?: string } = {}): AsyncGenerator<Revision> {
+    const query = options.projectId === undefined ? {} : { projectId: options.projectId };
+    return paginate("/v1/deployments/{idOrName}/revisions", { params: { path: { idOrName }, query } });
+  }
+
+  async function rollback(idOrName: string, generation: number, options: { ifMatch?: string; projectId?: string } = {}): Promise<Deployment> {
+    return unwrap(
+      api.POST("/v1/deployments/{idOrName}/rollback", {
+        params: {
+          path: { idOrName },
+          query: options.projectId === undefined ? {} : { projectId: options.projectId },
+          header: options.ifMatch === undefined ? {} : { "if-match": options.ifMatch },
+        },
+        body: { generation },
+      }),
+    );
+  }
+
+  return Object.assign(api, { paginate, watchDeployments, streamEvents, revisions, rollback });
 }
 
 function streamHeaders(lastEventId: string | undefined): Record<string, string> {

@@ -12,6 +12,7 @@ export {
   type ListInit,
   type ListItem,
   type ListPath,
+  type Revision,
   type StreamEventsOptions,
   type WatchDeploymentsOptions,
 } from "./client.ts";

@@ -240,6 +240,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deployments/{idOrName}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The deployment's revision history, newest first
+         * @description The spec of each retained generation (the newest 50), who wrote it (actor) and when; rollbackOf marks a rollback. Paged by an opaque cursor. POST …/rollback { generation } restores one.
+         */
+        get: operations["listDeploymentRevisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{idOrName}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a retained generation's spec as a new generation
+         * @description Writes the revision's spec through the same path as PATCH (If-Match, admission, quota, capacity, deployment.updated) and records the new revision with rollbackOf. Replicas stay as they are while scaling.mode is active (the autoscaler owns them), and elastic widths always stay (change them with the resize verb). A spec equal to the current one answers 200 with the deployment unchanged (no new generation). An unretained generation is a 404 naming the retained range; a revision that differs in identity fields is a 422.
+         */
+        post: operations["rollbackDeployment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/clusters": {
         parameters: {
             query?: never;
@@ -2292,6 +2332,34 @@ export interface components {
         };
         /** @enum {string} */
         EventType: "deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test";
+        RevisionList: {
+            items: components["schemas"]["Revision"][];
+            /** @description Pass as ?cursor= for the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        Revision: {
+            /** @description The generation this spec was */
+            generation: number;
+            spec: components["schemas"]["DeploymentSpec"];
+            /** @description Who wrote it: a user key, the autoscaler (an agent credential), or system (recorded before history existed) */
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                kind: "user" | "agent" | "autoscaler" | "system";
+                /** @description The API key (user) or agent credential (agent) used */
+                keyId?: string;
+            };
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Present when a rollback wrote it: the generation it restored */
+            rollbackOf?: number;
+        };
+        RollbackRequest: {
+            /** @description The retained generation whose spec to restore */
+            generation: number;
+        };
         ClusterCreated: {
             cluster: components["schemas"]["Cluster"];
             joinToken: string;
@@ -4601,6 +4669,200 @@ export interface operations {
             };
             /** @description Conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDeploymentRevisions: {
+        parameters: {
+            query?: {
+                /** @description With an installation-wide key, the project in which to look the name up */
+                projectId?: string;
+                /** @description Page size, 1–200 */
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Deployment id (dep_…) or name */
+                idOrName: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of revisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionList"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rollbackDeployment: {
+        parameters: {
+            query?: {
+                /** @description With an installation-wide key, the project in which to look the name up */
+                projectId?: string;
+            };
+            header?: {
+                /** @description Only apply if the ETag ("<resourceVersion>") still matches */
+                "if-match"?: string;
+                /** @description Replay-safe POST key */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Deployment id (dep_…) or name */
+                idOrName: string;
+            };
+            cookie?: never;
+        };
+        /** @description The generation to restore */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollbackRequest"];
+            };
+        };
+        responses: {
+            /** @description The deployment after the rollback */
+            200: {
+                headers: {
+                    /** @description The resource version, quoted: "<resourceVersion>" */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deployment"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match does not match the current ETag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content type not accepted */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -38,7 +38,42 @@ function describeWhy(deployment: Deployment): string {
 
 /** Resolves with the settled deployment (until "settled") or undefined (until "gone"); throws a CliError otherwise. */
 export async function waitForDeployment(session: Session, start: Deployment, until: "settled" | "gone", timeoutMs: number): Promise<Deployment | undefined> {
-  if (until === "settled" && hasSettled(start)) return start;
+  if (until === "gone") {
+    return watchDeployment(session, start, timeoutMs, {
+      goal: "gone",
+      done: () => false,
+      failed: () => undefined,
+      why: describeWhy,
+      deleted: "done",
+    });
+  }
+  return watchDeployment(session, start, timeoutMs, {
+    goal: "Ready",
+    done: hasSettled,
+    failed: (d) => (d.status.phase === "Failed" ? `deployment/${start.name} Failed: ${describeWhy(d)}` : undefined),
+    why: describeWhy,
+    deleted: "while waiting for it to become Ready",
+  });
+}
+
+export interface WatchGoal {
+  /** How the goal reads in the timeout message: "Ready", "gone", "rolled out". */
+  goal: string;
+  done(deployment: Deployment): boolean;
+  /** A message when waiting longer cannot help (e.g. Failed); undefined to keep waiting. */
+  failed(deployment: Deployment): string | undefined;
+  /** Where the deployment stands, for the timeout message. */
+  why(deployment: Deployment): string;
+  /** A deletion ends the wait: "done" (undefined is returned), or the words of the error. */
+  deleted: "done" | string;
+}
+
+/**
+ * Follows the deployment watch (no polling) from `start` until `goal.done`, bounded by
+ * `timeoutMs`; resolves with the deployment that met it (undefined when a deletion is the goal).
+ */
+export async function watchDeployment(session: Session, start: Deployment, timeoutMs: number, goal: WatchGoal): Promise<Deployment | undefined> {
+  if (goal.done(start)) return start;
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), timeoutMs);
   let latest = start;
@@ -51,17 +86,19 @@ export async function waitForDeployment(session: Session, start: Deployment, unt
     for await (const notice of notices) {
       if (notice.object.id !== start.id) continue;
       if (notice.type === "DELETED") {
-        if (until === "gone") return undefined;
-        throw new CliError(`deployment/${start.name} was deleted while waiting for it to become Ready`);
+        if (goal.deleted === "done") return undefined;
+        throw new CliError(`deployment/${start.name} was deleted ${goal.deleted}`);
       }
       latest = notice.object;
-      if (until === "settled" && hasSettled(latest)) return latest;
-      if (until === "settled" && latest.status.phase === "Failed") throw new CliError(`deployment/${start.name} Failed: ${describeWhy(latest)}`);
+      if (goal.done(latest)) return latest;
+      const failure = goal.failed(latest);
+      if (failure) throw new CliError(failure);
     }
   } finally {
     clearTimeout(timer);
     stop.abort();
   }
-  const goal = until === "settled" ? "Ready" : "gone";
-  throw new CliError(`deployment/${start.name} not ${goal} after ${timeoutMs / 1000}s (${describeWhy(latest)}); raise --timeout or see berth describe ${start.name}`);
+  throw new CliError(
+    `deployment/${start.name} not ${goal.goal} after ${timeoutMs / 1000}s (${goal.why(latest)}); raise --timeout or see berth describe ${start.name}`,
+  );
 }

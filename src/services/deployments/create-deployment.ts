@@ -11,6 +11,7 @@ import type { ServiceContext } from "../context.ts";
 import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
 import { admitSpec, checkQuota } from "./admit-spec.ts";
 import { toDeployment } from "./deployment-view.ts";
+import { recordRevision } from "./record-revision.ts";
 
 export async function createDeployment({ ctx, input }: { ctx: ServiceContext; input: DeploymentCreate }): Promise<Deployment> {
   const user = requireUser(ctx.principal, "editor");
@@ -40,6 +41,7 @@ export async function createDeployment({ ctx, input }: { ctx: ServiceContext; in
         deploymentId: created.id,
         data: { deployment: summarize(created), actor: actorOf(ctx.principal) },
       });
+      await recordRevision(tx, { row: created, actor: actorOf(ctx.principal), now });
     }
     return created;
   });

@@ -15,6 +15,7 @@ import { checkIfMatch, findVisibleDeployment, type DeploymentAddress } from "./f
 import { countGpus } from "../../domain/admission.ts";
 import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
 import { recordAutoscalerChanges } from "./record-scaled-events.ts";
+import { recordRevision } from "./record-revision.ts";
 import type { Db } from "../../../db/client.ts";
 
 export interface DeploymentWrite {
@@ -26,6 +27,8 @@ export interface DeploymentWrite {
   check?(tx: Db, current: DeploymentRow): Promise<void>;
   /** A verb's own writes after the deployment's, in the same transaction (only when something changed). */
   after?(tx: Db, written: { previous: DeploymentRow; updated: DeploymentRow; now: Date }): Promise<void>;
+  /** The generation a rollback restores, recorded on the new revision. */
+  rollbackOf?: number;
 }
 
 export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrite): Promise<Deployment> {
@@ -66,6 +69,7 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
         deploymentId: updated.id,
         data: { deployment: summarize(updated), actor: writerOf(ctx), specChanged, labelsChanged },
       });
+      if (specChanged) await recordRevision(tx, { row: updated, actor: writerOf(ctx), now, rollbackOf: write.rollbackOf });
       if (ctx.principal.kind === "agent") await recordAutoscalerChanges(tx, now, { previous: current, updated, actor: writerOf(ctx) });
       await write.after?.(tx, { previous: current, updated, now });
     }
