@@ -1,5 +1,5 @@
 // Rollout (pure): one role's instances, its spec hash, its strategy and the free GPUs → the next step of
-// replacing stale instances (docs/design.md §5.1). After LeaderWorkerSet's rolling update with
+// replacing stale instances (docs/design.md §5.2). After LeaderWorkerSet's rolling update with
 // maxSurge (https://github.com/kubernetes-sigs/lws, site/content/en/docs/concepts/rollout-strategy/_index.md
 // and pkg/controllers/leaderworkerset_controller.go `rollingUpdateParameters`): surge instances take the
 // indexes replicas…replicas+maxSurge-1 at the new revision, stale ones are replaced from the highest index
