@@ -3,9 +3,9 @@
 // Ready one through the retirement protocol, see retirementCandidates);
 // a spec change follows the role's rollout (rollout.ts): surge instances first, then stale ones
 // retire through the protocol one at a time while the serving floor holds; every delete names
-// the UID it observed. Router
-// objects are applied when missing or when the router's spec hash (or replica count) moved,
-// never on every pass; the builtin router's admin-token Secret is created once, never rewritten.
+// the UID it observed. Router objects are applied when missing or when the router's spec hash
+// (or replica count) moved, never on every pass; the builtin router's admin-token Secret is
+// created once, never rewritten.
 import type { V1Deployment, V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   LABELS,
