@@ -1,6 +1,6 @@
 // A stable hash of what a role's pods are rendered from, for the `berth.dev/spec-hash` label:
 // the agent compares it with running pods to spot drift. Counts the agent changes live
-// (`replicas`, an elastic role's `width`) are left out, so scaling and resizing never mark
+// (`replicas`, an elastic role's `width`) and the rollout strategy are left out, so scaling and resizing never mark
 // survivors as stale. Pure and synchronous: canonical JSON, then 64-bit FNV-1a.
 import type { DeploymentSpec, Role } from "../../src/domain/deployment-spec.ts";
 import { DEFAULT_CLUSTER_DOMAIN, DEFAULT_ENGINE_PORT } from "./names.ts";
@@ -39,9 +39,10 @@ export function fnv1a64(text: string): string {
   return hash.toString(16).padStart(16, "0");
 }
 
-/** The parts of a role that shape its pod template (everything but the live counts). */
+/** The parts of a role that shape its pod template (everything but the live counts and the rollout strategy). */
 function templateOf(role: Role): Record<string, unknown> {
-  const { replicas: _replicas, elastic, ...rest } = role;
+  // `rollout` says how pods are replaced, not what they run: changing it alone must roll nothing.
+  const { replicas: _replicas, rollout: _rollout, elastic, ...rest } = role;
   return { ...rest, elastic: elastic ? { maxWidth: elastic.maxWidth } : undefined };
 }
 

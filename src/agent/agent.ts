@@ -277,7 +277,7 @@ export function createAgent({
     const namespace = namespaceName(projectName);
     const routerKinds = deleting || deployment.spec.router !== undefined;
     const observed = observeFromCache(cache, namespace, deployment.id, routerKinds);
-    const actions = planDeployment({ render, deleting, observed });
+    const actions = planDeployment({ render, deleting, observed, ...(inventory && { inventory }) });
     // Every write that lands is expected in the cache before the next plan of this deployment.
     const expect = (action: Action) => {
       state.expecting = {
@@ -295,7 +295,7 @@ export function createAgent({
     let drainingPods: ReadonlySet<string> | undefined;
     try {
       await applyActions(kube, actions.filter((a) => !isRetirement(a)), expect);
-      const retiring = await retirementExecutor.prepare(pass, retirementCandidates(render, observed));
+      const retiring = await retirementExecutor.prepare(pass, retirementCandidates(render, observed, inventory));
       await resizeExecutor.prepare(pass);
       if (!deleting) drainingPods = await pushRouterEndpoints(render, observed, retirements, state, retiring);
     } catch (error) {

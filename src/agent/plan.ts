@@ -1,10 +1,11 @@
 // Plan (pure): a deployment's desired intent + what the cluster holds → the next actions.
 // Invariants: only missing objects are created; surplus replicas go highest index first (a
 // Ready one through the retirement protocol, see retirementCandidates);
-// a spec change replaces at most one instance per role at a time, and only while every
-// other instance of the role is Ready; every delete names the UID it observed. Router
-// objects are applied when missing or when the router's spec hash (or replica count) moved,
-// never on every pass; the builtin router's admin-token Secret is created once, never rewritten.
+// a spec change follows the role's rollout (rollout.ts): surge instances first, then stale ones
+// retire through the protocol one at a time while the serving floor holds; every delete names
+// the UID it observed. Router objects are applied when missing or when the router's spec hash
+// (or replica count) moved, never on every pass; the builtin router's admin-token Secret is
+// created once, never rewritten.
 import type { V1Deployment, V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   LABELS,
@@ -20,8 +21,10 @@ import {
   type RouterObject,
   specHashOf,
 } from "../../k8s/render/index.ts";
+import type { Inventory } from "../domain/cluster.ts";
 import { memberOf, recordedWidth } from "./elastic.ts";
 import type { Observed } from "./observe.ts";
+import { planRoleRollout } from "./rollout.ts";
 
 /** An object the agent deletes through the generic client (router objects, the token Secret). */
 export interface ObjectRef {
@@ -51,6 +54,8 @@ export interface PlanInput {
   render: RenderInput;
   deleting: boolean;
   observed: Observed;
+  /** The last heartbeat's inventory: whether a rollout's surge fits. */
+  inventory?: Inventory;
 }
 
 export const replicaOf = (object: { metadata?: { labels?: Record<string, string> } }) =>
@@ -60,7 +65,7 @@ export const isTerminating = (pod: V1Pod) => pod.metadata?.deletionTimestamp != 
 export const isPodReady = (pod: V1Pod) =>
   !isTerminating(pod) && (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
 
-export function planDeployment({ render, deleting, observed }: PlanInput): Action[] {
+export function planDeployment({ render, deleting, observed, inventory }: PlanInput): Action[] {
   if (deleting) return planDeletion(observed);
   const { deployment } = render;
   const actions: Action[] = [];
@@ -73,7 +78,6 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
 
   for (const role of deployment.spec.roles) {
     const desired = role.replicas ?? 1;
-    const hash = specHashOf(deployment.spec, role.name, render.options);
     const rolePods = pods.filter((p) => roleOf(p) === role.name);
     const byReplica = new Map<number, V1Pod[]>();
     for (const pod of rolePods) byReplica.set(replicaOf(pod), [...(byReplica.get(replicaOf(pod)) ?? []), pod]);
@@ -81,10 +85,14 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
     const roleService = renderRoleService(render, role.name);
     if (!serviceNames.has(roleService.metadata!.name)) actions.push({ kind: "applyService", object: roleService });
 
+    const rollout = planRoleRollout(render, role.name, rolePods, inventory);
+    const keep = new Set(rollout.keep);
+
     // Surplus instances, highest index first. One that may hold requests (a pod Ready) retires
     // through the persisted protocol (retirementCandidates, retirement.ts), never by a delete here;
-    // one with no Ready pod is in no router list and serves nothing, so it goes directly.
-    const surplus = [...byReplica.keys()].filter((r) => r >= desired || r < 0).sort((a, b) => b - a);
+    // one with no Ready pod is in no router list and serves nothing, so it goes directly. The
+    // rollout's surge instances are its capacity, not surplus, while it keeps them.
+    const surplus = [...byReplica.keys()].filter((r) => (r >= desired && !keep.has(r)) || r < 0).sort((a, b) => b - a);
     for (const replica of surplus) {
       const members = byReplica.get(replica)!;
       if (replica >= 0 && members.some(isPodReady)) continue;
@@ -93,9 +101,8 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
       }
     }
 
-    // Missing instances (and missing members of existing ones).
-    let settling = false; // an instance of the role is being created, replaced or is not Ready
-    for (let replica = 0; replica < desired; replica++) {
+    // Missing instances (and missing members of existing ones), the rollout's surge included.
+    for (let replica = 0; replica < rollout.create; replica++) {
       const present = byReplica.get(replica) ?? [];
       const instanceService = renderInstanceService(render, role.name, replica);
       if (instanceService && !serviceNames.has(instanceService.metadata!.name)) {
@@ -107,21 +114,14 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
         : { pods: renderInstancePods(render, role.name, replica), orphans: [] };
       for (const pod of orphans) actions.push(deletePod(pod, ns, "surplus"));
       for (const pod of wanted) {
-        if (!have.has(pod.metadata!.name)) {
-          actions.push({ kind: "createPod", object: pod });
-          settling = true;
-        }
+        if (!have.has(pod.metadata!.name)) actions.push({ kind: "createPod", object: pod });
       }
-      if (present.some((p) => isTerminating(p) || !isPodReady(p))) settling = true;
     }
 
-    // Drift: replace one stale instance per role, only when every other instance is Ready.
-    if (!settling) {
-      const stale = [...byReplica.entries()]
-        .filter(([replica, members]) => replica < desired && members.some((p) => p.metadata?.labels?.[LABELS.specHash] !== hash))
-        .sort(([a], [b]) => b - a);
-      const first = stale[0];
-      if (first) for (const pod of first[1]) actions.push(deletePod(pod, ns, "stale"));
+    // Drift: a stale instance with no Ready pod serves nothing and goes now; one that may hold
+    // requests retires through the protocol (retirementCandidates), never by a delete here.
+    for (const replica of rollout.deleteNow) {
+      for (const pod of byReplica.get(replica) ?? []) if (!isTerminating(pod)) actions.push(deletePod(pod, ns, "stale"));
     }
   }
   return actions;
@@ -142,27 +142,36 @@ function elasticMembers(render: RenderInput, roleName: string, replica: number, 
   return { pods, orphans };
 }
 
-/** A surplus instance that must retire through the protocol (docs/design.md §7.6) rather than by a plain delete. */
+/** An instance that must retire through the protocol (docs/design.md §7.6) rather than by a plain delete. */
 export interface RetirementCandidate {
   role: string;
   replica: number;
   pods: V1Pod[];
+  /** `rollout`: a stale instance replaced at the new revision (wanted, yet it leaves); else a scale-down. */
+  reason: RetirementReason;
 }
 
+export type RetirementReason = "scale-down" | "rollout";
+
 /**
- * Surplus instances with a Ready pod (they may hold requests), in the order they retire: roles in
- * spec order, highest replica index first. The caller runs at most one retirement per deployment.
+ * Instances with a Ready pod (they may hold requests) that leave, in the order they retire: roles in
+ * spec order; in a role, surplus instances highest replica index first, then the stale instance the
+ * rollout picks. The caller runs at most one retirement per deployment.
  */
-export function retirementCandidates(render: RenderInput, observed: Observed): RetirementCandidate[] {
+export function retirementCandidates(render: RenderInput, observed: Observed, inventory?: Inventory): RetirementCandidate[] {
   const candidates: RetirementCandidate[] = [];
   for (const role of render.deployment.spec.roles) {
     const desired = role.replicas ?? 1;
+    const rolePods = observed.pods.filter((p) => roleOf(p) === role.name);
     const byReplica = new Map<number, V1Pod[]>();
-    for (const pod of observed.pods.filter((p) => roleOf(p) === role.name)) {
-      byReplica.set(replicaOf(pod), [...(byReplica.get(replicaOf(pod)) ?? []), pod]);
-    }
+    for (const pod of rolePods) byReplica.set(replicaOf(pod), [...(byReplica.get(replicaOf(pod)) ?? []), pod]);
+    const rollout = planRoleRollout(render, role.name, rolePods, inventory);
+    const keep = new Set(rollout.keep);
     for (const [replica, pods] of [...byReplica.entries()].sort(([a], [b]) => b - a)) {
-      if (replica >= desired && pods.some(isPodReady)) candidates.push({ role: role.name, replica, pods });
+      if (replica >= desired && !keep.has(replica) && pods.some(isPodReady)) candidates.push({ role: role.name, replica, pods, reason: "scale-down" });
+    }
+    if (rollout.retire !== undefined) {
+      candidates.push({ role: role.name, replica: rollout.retire, pods: byReplica.get(rollout.retire)!, reason: "rollout" });
     }
   }
   return candidates;

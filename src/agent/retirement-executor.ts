@@ -5,7 +5,7 @@
 // retirement per deployment; the rest wait. Nothing of the protocol lives only in memory except
 // the current run of zero reads (a restart starts that run again: safe) and the abort backoff.
 import type { V1Pod } from "@kubernetes/client-node";
-import { LABELS, type RenderInput, resolveOptions } from "../../k8s/render/index.ts";
+import { LABELS, type RenderInput, resolveOptions, specHashOf } from "../../k8s/render/index.ts";
 import type { Operation } from "../domain/operations.ts";
 import { type AgentApi, ApiError } from "./api-client.ts";
 import { applyAction } from "./apply.ts";
@@ -18,6 +18,7 @@ import {
   type EngineLoadReading,
   paramsOf,
   planRetirement,
+  retiringWanted,
   type RetirementDecision,
   type RetirementObserved,
   type RouterInFlightReading,
@@ -119,7 +120,12 @@ export function createRetirementExecutor({
   async function start(pass: RetirementPass, candidate: RetirementCandidate): Promise<Operation | undefined> {
     const { spec } = pass.render.deployment;
     const pods = [...candidate.pods].sort((a, b) => (a.metadata!.name! < b.metadata!.name! ? -1 : 1));
-    const params = { ...budgetsOf(spec), podUids: pods.map((p) => p.metadata!.uid!), podNames: pods.map((p) => p.metadata!.name!) };
+    const params = {
+      ...budgetsOf(spec),
+      podUids: pods.map((p) => p.metadata!.uid!),
+      podNames: pods.map((p) => p.metadata!.name!),
+      reason: candidate.reason,
+    };
     const base = `retire/${pass.deploymentId}/${candidate.role}/r${candidate.replica}/${params.podUids[0]}`;
     let key = base;
     // The key replays the first answer: when that operation has already ended (an earlier attempt
@@ -136,7 +142,7 @@ export function createRetirementExecutor({
             params,
             phase: "Running",
             step: "Withdrawing",
-            message: `withdrawing ${candidate.role} r${candidate.replica} from the router`,
+            message: `withdrawing ${candidate.role} r${candidate.replica} from the router (${candidate.reason})`,
           },
           key,
           signal,
@@ -310,9 +316,11 @@ export function createRetirementExecutor({
       ? routersAcknowledged(pass.observed.routerPods, acks, endpointsHash(buildEndpointsBody(pass.render, pass.observed.pods, pushed)))
       : { acked: 0, ready: readyRouterPods(pass.observed.routerPods).length };
     const replica = op.replica ?? -1;
+    const hash = role ? specHashOf(spec, role.name, pass.render.options) : undefined;
+    const current = pods.length > 0 && pods.every((p) => p.metadata?.labels?.[LABELS.specHash] === hash);
     const observed: RetirementObserved = {
       pods,
-      wanted: role !== undefined && replica >= 0 && replica < role.replicas,
+      wanted: role !== undefined && retiringWanted(params.reason, replica, role.replicas, current),
       builtinRouter,
       routers,
       firstZeroAt: firstZeroAt.get(op.id),

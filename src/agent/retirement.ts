@@ -10,7 +10,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { DeploymentSpec } from "../domain/deployment-spec.ts";
 import type { Operation, OperationStep } from "../domain/operations.ts";
-import { isTerminating } from "./plan.ts";
+import { isTerminating, type RetirementReason } from "./plan.ts";
 
 export const RETIREMENT_STEPS = ["Withdrawing", "Draining", "Deleting", "Settling"] as const;
 export type RetirementStep = (typeof RETIREMENT_STEPS)[number];
@@ -31,6 +31,19 @@ export interface RetirementParams extends RetirementBudgets {
   podUids: string[];
   /** The same pods' names: router endpoint ids, and what to read after a restart. */
   podNames: string[];
+  /** Why the instance leaves: a rollout replaces a stale instance the spec still counts. */
+  reason: RetirementReason;
+}
+
+/**
+ * Whether the spec wants the retiring instance kept, so the retirement aborts before deletion. A
+ * scale-down's instance is wanted once replicas grew back past it; a rollout's stale instance is
+ * below replicas by design and is wanted only when it carries the current revision again (the spec
+ * went back to it).
+ */
+export function retiringWanted(reason: RetirementReason, replica: number, replicas: number, current: boolean): boolean {
+  const counted = replica >= 0 && replica < replicas;
+  return reason === "rollout" ? counted && current : counted;
 }
 
 /** Two zero reads must be this far apart to count as two (a burst of passes is one read). */
@@ -42,7 +55,7 @@ export type RetirementRecord = Pick<Operation, "id" | "role" | "phase" | "step" 
 export interface RetirementObserved {
   /** Pods the cache holds with one of the operation's pod uids (terminating ones included). */
   pods: readonly V1Pod[];
-  /** The spec wants this replica again (its replicas grew back past it). */
+  /** The spec wants this replica again (retiringWanted). */
   wanted: boolean;
   /** A builtin router is configured: without one there is nobody to withdraw from. */
   builtinRouter: boolean;
@@ -91,6 +104,7 @@ export function paramsOf(record: RetirementRecord): RetirementParams {
     settleSeconds: num("settleSeconds"),
     podUids: strings(p.podUids),
     podNames: strings(p.podNames),
+    reason: p.reason === "rollout" ? "rollout" : "scale-down",
   };
 }
 
@@ -124,7 +138,8 @@ export function planRetirement(
   const step = record.step as RetirementStep;
 
   if ((step === "Withdrawing" || step === "Draining") && observed.wanted) {
-    return { kind: "abort", reason: "ReplicaWanted", message: `${instance} is wanted again (replicas grew); it keeps serving` };
+    const why = params.reason === "rollout" ? "it runs the current revision again" : "replicas grew";
+    return { kind: "abort", reason: "ReplicaWanted", message: `${instance} is wanted again (${why}); it keeps serving` };
   }
   // Nothing left to withdraw or drain (the pods went by other means): only settling remains.
   if ((step === "Withdrawing" || step === "Draining") && live.length === 0) {

@@ -24,6 +24,7 @@ import { elasticInstances, memberOf, recordedWidth } from "./elastic.ts";
 import type { Observed } from "./observe.ts";
 import type { ResizeView } from "./resize-executor.ts";
 import { rankCoverage, routerCoverageCondition, type RouterViews } from "./rank-coverage.ts";
+import { upToDateCondition } from "./rollout.ts";
 import { isPodReady, isTerminating, replicaOf, roleOf } from "./plan.ts";
 import { buildEndpointsBody, endpointsHash, routersAcknowledged } from "./router-endpoint-list.ts";
 
@@ -191,7 +192,6 @@ export function computeStatus({ render, deleting, observed, applyError, previous
   const roles: RoleStatus[] = [];
   const problems: Problem[] = [];
   let allReady = true;
-  let allUpdated = true;
   for (const role of deployment.spec.roles) {
     const desired = role.replicas ?? 1;
     const hash = specHashOf(deployment.spec, role.name, render.options);
@@ -219,7 +219,6 @@ export function computeStatus({ render, deleting, observed, applyError, previous
       if (pods.every((p) => p.metadata?.labels?.[LABELS.specHash] === hash)) updated++;
     }
     if (ready < desired) allReady = false;
-    if (updated < desired) allUpdated = false;
     roles.push({ name: role.name, kind: role.kind, desired, ready, updated, draining, ...(role.elastic ? { ranks: elasticRanks(role, observed.pods) } : {}) });
   }
 
@@ -267,6 +266,8 @@ export function computeStatus({ render, deleting, observed, applyError, previous
             ? { reason: routerCoverage.reason, message: routerCoverage.message }
             : { reason: "WeightsLoading", message: "instances are starting" }));
   const counts = roles.map((r) => `${r.name} ${r.ready}/${r.desired} ready`).join(", ");
+  // The rollout planner's own view (rollout.ts): surge progress, or why the surge does not fit.
+  const upToDate = upToDateCondition(render, observed.pods, inventory);
 
   const conditions: Condition[] = [
     condition("Accepted", "True", "AgentReconciling", "the agent is reconciling the spec"),
@@ -278,9 +279,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
       : condition("RolesReady", "False", notReadyWhy.reason, `${counts}; ${notReadyWhy.message}`),
     ...(router ? [condition("RouterReady", router.ready ? "True" : "False", router.reason, router.message)] : []),
     ...(routerCoverage ? [condition("RouterCoverage", routerCoverage.status, routerCoverage.reason, routerCoverage.message)] : []),
-    allUpdated
-      ? condition("UpToDate", "True", "AllUpdated", `every instance runs generation ${generation}`)
-      : condition("UpToDate", "False", "RollingUpdate", "instances are being replaced one per role at a time"),
+    condition("UpToDate", upToDate.status, upToDate.reason, upToDate.message),
     // Present while a retirement runs or an aborted one waits to be tried again (docs/design.md §7.6).
     ...(retirement?.active
       ? [condition("Retiring", "True", retirement.active.step, `${retirement.active.id}: ${retirement.active.role} r${retirement.active.replica} ${retirement.active.step}`)]

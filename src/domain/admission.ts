@@ -51,6 +51,7 @@ export function admitDeploymentSpec(name: string, spec: DeploymentSpec, ctx: Adm
     checkFit(role, i, errors);
   });
   checkScaling(spec, errors);
+  checkRollout(spec, errors);
   if (ctx.previous) checkIdentity(spec, ctx.previous, errors);
   if (ctx.cluster) checkCapacity(spec, ctx.cluster, errors);
   return errors;
@@ -209,7 +210,9 @@ function checkPodNames(name: string, spec: DeploymentSpec, errors: FieldError[])
   if (!isDns1035Label(name)) return; // reported already
   spec.roles.forEach((role, i) => {
     if (!isDns1035Label(role.name)) return;
-    const maxReplicas = Math.max(role.replicas, ...(spec.scaling?.roles.filter((s) => s.name === role.name).map((s) => s.maxReplicas) ?? []), 1);
+    // A rollout's surge instances take the indexes just above replicas.
+    const surge = role.rollout?.maxSurge ?? 0;
+    const maxReplicas = Math.max(role.replicas, ...(spec.scaling?.roles.filter((s) => s.name === role.name).map((s) => s.maxReplicas) ?? []), 1) + surge;
     const members = role.elastic ? Math.max(role.elastic.maxWidth, role.elastic.width) : role.size;
     const longest = `${name}-${role.name}-r${maxReplicas - 1}-m${members - 1}`;
     if (longest.length > MAX_NAME || !isDns1123Label(longest)) {
@@ -311,6 +314,18 @@ function checkScaling(spec: DeploymentSpec, errors: FieldError[]): void {
       });
     }
   }
+}
+
+/** A rollout must be able to move: with neither a surge nor an unavailable instance it never would. */
+function checkRollout(spec: DeploymentSpec, errors: FieldError[]): void {
+  spec.roles.forEach((role, i) => {
+    if (role.rollout && role.rollout.maxSurge === 0 && role.rollout.maxUnavailable === 0) {
+      errors.push({
+        pointer: role$(i, "rollout"),
+        message: "maxSurge and maxUnavailable are both 0, so a spec change could never replace an instance; set maxSurge to 1 (or maxUnavailable to 1)",
+      });
+    }
+  });
 }
 
 function checkIdentity(spec: DeploymentSpec, previous: DeploymentSpec, errors: FieldError[]): void {

@@ -219,6 +219,20 @@ const EnvVar = strictObject({
   value: z.string().max(32768).describe("Variable value."),
 });
 
+const RolloutInput = strictObject({
+  maxSurge: count(0, 64)
+    .describe("Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs.")
+    .optional(),
+  maxUnavailable: count(0, 1024)
+    .describe("Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0.")
+    .optional(),
+});
+/** The stored strategy: both counts present. */
+export const Rollout = RolloutInput.required();
+export type Rollout = z.infer<typeof Rollout>;
+/** docs/design.md §5: a new instance serves before an old one leaves. */
+export const DEFAULT_ROLLOUT: Rollout = { maxSurge: 1, maxUnavailable: 0 };
+
 const argList = (what: string) =>
   z.array(z.string().max(4096)).max(256).describe(what);
 
@@ -234,11 +248,14 @@ export const RoleInput = strictObject({
   env: z.array(EnvVar).max(256).describe("Extra environment variables; names berth owns are refused.").optional(),
   command: argList("Replaces the whole engine command: the role becomes unmanaged (no probes, no drain).").optional(),
   terminationGracePeriodSeconds: count(0, 86400).describe("Pod termination grace period; defaults to 30.").optional(),
+  rollout: RolloutInput.describe("How a spec change replaces instances (surge first, then retire the old ones); changing it alone rolls nothing.").optional(),
 }).meta({ id: "RoleInput" });
 export type RoleInput = z.infer<typeof RoleInput>;
 
 export const Role = RoleInput.extend({
   resources: Resources.describe("Per-pod resources."),
+  // Optional in the stored shape: specs stored before the field existed read as DEFAULT_ROLLOUT.
+  rollout: Rollout.describe("How a spec change replaces instances (surge first, then retire the old ones); changing it alone rolls nothing.").optional(),
   parallelism: Parallelism.describe("Parallel degrees, rendered to the engine's flags."),
 })
   .required({
@@ -396,6 +413,10 @@ function defaultRole(role: RoleInput): Role {
     env: (role.env ?? []).map((e) => ({ name: e.name, value: e.value })),
     command: [...(role.command ?? [])],
     terminationGracePeriodSeconds: role.terminationGracePeriodSeconds ?? 30,
+    rollout: {
+      maxSurge: role.rollout?.maxSurge ?? DEFAULT_ROLLOUT.maxSurge,
+      maxUnavailable: role.rollout?.maxUnavailable ?? DEFAULT_ROLLOUT.maxUnavailable,
+    },
   };
 }
 

@@ -115,7 +115,7 @@ describe("berth agent against the simulated cluster", () => {
     expect([byName.get("chat-main-r0-m0"), byName.get("chat-main-r1-m0")].sort()).toEqual(firstUids);
   }, 40_000);
 
-  it("rolls a spec change one instance at a time, keeping the others Ready", async () => {
+  it("rolls a spec change surge first (r3), never below 3 Ready instances, one retirement at a time", async () => {
     const selector = `berth.dev/deployment-id=${id}`;
     const current = await call("GET", `/v1/deployments/${id}`);
     const before = new Set((await kube.core.listNamespacedPod({ namespace: NS, labelSelector: selector })).items.map((p) => p.metadata!.uid));
@@ -128,6 +128,7 @@ describe("berth agent against the simulated cluster", () => {
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
 
     let worstUnavailable = 0;
+    const replicasSeen = new Set<string>();
     const done = await eventually(
       "every instance replaced and Ready",
       async () => {
@@ -136,16 +137,20 @@ describe("berth agent against the simulated cluster", () => {
           (p) => !p.metadata!.deletionTimestamp && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
         );
         worstUnavailable = Math.max(worstUnavailable, 3 - ready.length);
+        for (const p of pods) replicasSeen.add(p.metadata!.labels!["berth.dev/replica"]!);
         const res = await call("GET", `/v1/deployments/${id}`);
         const fresh = ready.filter((p) => !before.has(p.metadata!.uid));
-        return fresh.length === 3 && res.body.status?.phase === "Ready" && res.body.status.roles[0].updated === 3 ? res.body : undefined;
+        const role = res.body.status?.roles?.[0];
+        return fresh.length === 3 && res.body.status?.phase === "Ready" && role?.updated === 3 && role.draining === 0 ? res.body : undefined;
       },
-      60_000,
+      120_000,
     );
-    expect(worstUnavailable).toBe(1);
+    // The default rollout (surge 1, unavailable 0): r3 at the new revision serves before an old instance leaves.
+    expect(worstUnavailable).toBe(0);
+    expect([...replicasSeen].sort()).toEqual(["0", "1", "2", "3"]);
     expect(done.status.observedGeneration).toBe(done.generation);
     expect(done.status.roles[0]).toMatchObject({ desired: 3, ready: 3, updated: 3, draining: 0 });
-  }, 70_000);
+  }, 150_000);
 
   it("says why a deployment cannot start: InsufficientGPU from the scheduler", async () => {
     const created = await call("POST", "/v1/deployments", {

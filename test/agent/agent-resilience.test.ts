@@ -83,8 +83,11 @@ class PodSampler {
   }
 }
 
+/** The one-at-a-time strategy whose promises checkRollout states (the surge strategy: rollout-e2e.test.ts). */
+const ONE_AT_A_TIME = { rollout: { maxSurge: 0, maxUnavailable: 1 } };
+
 /**
- * What plan.ts promises during a rollout of a role with `replicas` instances of one pod each:
+ * What plan.ts promises during a one-at-a-time rollout (surge 0, unavailable 1) of a role with `replicas` instances of one pod each:
  * pods exist only for indices 0..replicas-1 and only one per index (a new pod is created only
  * once its predecessor is gone), so never more than `replicas` pods, terminating or not; at most
  * one instance is unavailable (missing, terminating or not Ready) — a stale one is deleted only
@@ -192,7 +195,7 @@ describe("the agent's resilience", () => {
   /** The image change every rollout here makes, and the spec hash its pods carry. */
   const newHashFor = (spec: DeploymentSpec) => specHashOf({ ...spec, engine: { ...spec.engine, image: NEW_IMAGE } }, "main");
 
-  const createDeployment = async (project: string, name: string, replicas: number, onCluster: string) => {
+  const createDeployment = async (project: string, name: string, replicas: number, onCluster: string, role: object = {}) => {
     const created = await call("POST", "/v1/projects", { name: project });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const deployment = await call("POST", "/v1/deployments", {
@@ -202,7 +205,7 @@ describe("the agent's resilience", () => {
         clusterId: onCluster,
         model: { name: "Qwen/Qwen3-8B" },
         engine: { name: "vllm", image: OLD_IMAGE },
-        roles: [{ name: "main", replicas, resources: { gpus: 1 } }],
+        roles: [{ name: "main", replicas, resources: { gpus: 1 }, ...role }],
       },
     });
     expect(deployment.status, JSON.stringify(deployment.body)).toBe(201);
@@ -287,7 +290,7 @@ describe("the agent's resilience", () => {
   it("finishes a rollout after the agent is stopped mid-way and a new one starts, without extra pods", async () => {
     const namespace = "berth-roll";
     const first = startAgent(agentToken);
-    const id = await createDeployment("roll", "roll", 3, clusterId);
+    const id = await createDeployment("roll", "roll", 3, clusterId, ONE_AT_A_TIME);
     const ready = await waitConverged(id, 3);
     const before = await listPods(namespace, id);
     expect(before.map((p) => p.name).sort()).toEqual(["roll-main-r0-m0", "roll-main-r1-m0", "roll-main-r2-m0"]);
@@ -343,7 +346,7 @@ describe("the agent's resilience", () => {
       const res = await call("GET", `/v1/clusters/${proc.id}`);
       return res.body.status.phase === "Connected" && res.body.inventory ? res.body : undefined;
     });
-    const id = await createDeployment("rollproc", "roll", 3, proc.id);
+    const id = await createDeployment("rollproc", "roll", 3, proc.id, ONE_AT_A_TIME);
     const ready = await waitConverged(id, 3, () => `; agent stderr:\n${first.stderr()}`);
     const before = await listPods(namespace, id);
     const oldHash = specHashOf(ready.spec, "main");

@@ -1,9 +1,22 @@
-// planDeployment (pure): which objects to create, which replicas to delete, and the pace of a
-// spec-change replacement (one instance per role, only while the others are Ready).
+// planDeployment (pure): which objects to create, which replicas to delete, and the plan's side of a
+// rollout (surge instances created and kept; stale ones leave through the protocol, see rollout.test.ts).
 import { describe, expect, it } from "vitest";
 import { emptyObserved } from "../../src/agent/observe.ts";
 import { type Action, isRetirement, planDeployment, retirementCandidates } from "../../src/agent/plan.ts";
+import type { Inventory } from "../../src/domain/cluster.ts";
 import { aggregated, disaggregated, merged, observed, type PodState, withRouter } from "./support.ts";
+
+/** The heartbeat inventory of the one node the observed pods run on. */
+const freeGpus = (gpuFree: number): Inventory => ({
+  nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree }],
+});
+
+/** `observed` with replica `replica`'s pod no longer Ready (an instance that never served). */
+function notReady(cluster: ReturnType<typeof observed>, replica: number) {
+  const pod = cluster.pods.find((p) => p.metadata!.labels!["berth.dev/replica"] === String(replica))!;
+  pod.status!.conditions = [{ type: "Ready", status: "False" }];
+  return cluster;
+}
 
 /** A compact view of the actions: `create r1`, `delete r2 (surplus)`, `service chat-main`, `namespace`. */
 function summary(actions: Action[]): string[] {
@@ -56,10 +69,9 @@ describe("planDeployment", () => {
     ["a terminating surplus pod is not deleted twice", 1, ["ready", "terminating"], []],
     ["a terminating pod is recreated only once it is gone", 2, ["ready", "terminating"], []],
     ["scale to zero retires too", 0, ["ready"], []],
-    ["one stale instance is replaced, highest first", 3, ["stale", "stale", "stale"], ["delete chat-main-r2-m0 uid-2 (stale)"]],
-    ["no replacement while another instance is not Ready", 3, ["stale", "starting", "stale"], []],
-    ["no replacement while one is being replaced", 3, ["stale", "stale", "terminating"], []],
-    ["no replacement while an instance is missing", 3, ["stale", null, "stale"], ["create chat-main-r1-m0"]],
+    ["a stale instance starting at a new revision is left alone", 3, ["stale", "starting", "stale"], []],
+    ["a stale role waits for the inventory before it surges", 3, ["stale", "stale", "stale"], []],
+    ["a missing instance is recreated while stale ones stay", 3, ["stale", null, "stale"], ["create chat-main-r1-m0"]],
   ])("%s", (_name, replicas, states, expected) => {
     const input = aggregated(replicas);
     expect(summary(planDeployment({ render: input, deleting: false, observed: observed(input, states) }))).toEqual(expected);
@@ -77,6 +89,41 @@ describe("planDeployment", () => {
   it("deleting with nothing left plans nothing", () => {
     const input = aggregated(2);
     expect(planDeployment({ render: input, deleting: true, observed: emptyObserved(true) })).toEqual([]);
+  });
+});
+
+describe("planDeployment during a rollout (surge 1, unavailable 0)", () => {
+  it.each<[string, number, Array<PodState | null>, number, string[], string[]]>([
+    ["the surge is created at the first free index", 3, ["stale", "stale", "stale"], 8, ["create chat-main-r3-m0"], []],
+    ["Ready stale instances never go by a plain delete", 1, ["stale", "ready"], 8, [], ["main r0 (rollout)"]],
+    ["a starting surge instance is kept, not deleted as surplus", 1, ["stale", "starting"], 8, [], []],
+    ["while the replaced r0 starts, the Ready surge keeps serving", 1, ["starting", "ready"], 8, [], []],
+    ["once r0 is Ready the surge retires as a scale-down", 1, ["ready", "ready"], 8, [], ["main r1 (scale-down)"]],
+    ["no room: no surge, the stale instance retires first", 1, ["stale"], 0, [], ["main r0 (rollout)"]],
+    ["no room: a surge waiting for a node is deleted directly", 1, ["stale", "unschedulable"], 0, ["delete chat-main-r1-m0 uid-1 (surplus)"], ["main r0 (rollout)"]],
+    ["the spec changed again: the stale surge retires first", 1, ["stale", "stale"], 8, [], ["main r1 (rollout)"]],
+  ])("%s", (_name, replicas, states, free, actions, candidates) => {
+    const input = aggregated(replicas);
+    const cluster = observed(input, states);
+    expect(summary(planDeployment({ render: input, deleting: false, observed: cluster, inventory: freeGpus(free) }))).toEqual(actions);
+    expect(retirementCandidates(input, cluster, freeGpus(free)).map((c) => `${c.role} r${c.replica} (${c.reason})`)).toEqual(candidates);
+  });
+
+  it("a stale instance that never became Ready is deleted directly, and is no retirement candidate", () => {
+    const input = aggregated(2);
+    const cluster = notReady(observed(input, ["stale", "stale"]), 1);
+    expect(summary(planDeployment({ render: input, deleting: false, observed: cluster, inventory: freeGpus(8) }))).toEqual([
+      "create chat-main-r2-m0",
+      "delete chat-main-r1-m0 uid-1 (stale)",
+    ]);
+    expect(retirementCandidates(input, cluster, freeGpus(8))).toEqual([]);
+  });
+
+  it("changing only the rollout strategy rolls nothing", () => {
+    const input = aggregated(2);
+    const cluster = observed(input, ["ready", "ready"]);
+    input.deployment.spec.roles[0]!.rollout = { maxSurge: 0, maxUnavailable: 1 };
+    expect(planDeployment({ render: input, deleting: false, observed: cluster, inventory: freeGpus(8) })).toEqual([]);
   });
 });
 
@@ -145,7 +192,7 @@ describe("planDeployment with a router", () => {
 
   it("replacement deletes are retirements (drained through the router first); deletion deletes are not", () => {
     const input = routed(2);
-    const cluster = withRouter(input, observed(input, ["stale", "stale"]));
+    const cluster = withRouter(input, notReady(observed(input, ["stale", "stale"]), 1));
     const actions = planDeployment({ render: input, deleting: false, observed: cluster });
     expect(summary(actions.filter(isRetirement))).toEqual(["delete chat-main-r1-m0 uid-1 (stale)"]);
     expect(planDeployment({ render: input, deleting: true, observed: cluster }).filter(isRetirement)).toEqual([]);

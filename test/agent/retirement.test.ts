@@ -5,7 +5,9 @@ import { describe, expect, it } from "vitest";
 import {
   type EngineLoadReading,
   planRetirement,
+  paramsOf,
   READ_GAP_MS,
+  retiringWanted,
   type RetirementObserved,
   type RetirementRecord,
   type RouterInFlightReading,
@@ -166,5 +168,28 @@ describe("planRetirement", () => {
     ]);
     expect(steps[1]!.finishedAt).toBe(now.toISOString());
     expect(steps[2]!.startedAt).toBe(now.toISOString());
+  });
+});
+
+describe("retiringWanted: a rollout's stale instance is below replicas yet leaves", () => {
+  it.each<[string, Parameters<typeof retiringWanted>, boolean]>([
+    ["scale-down: above replicas is not wanted", ["scale-down", 2, 2, true], false],
+    ["scale-down: replicas grew back past it", ["scale-down", 2, 3, true], true],
+    ["rollout: a stale instance below replicas still leaves", ["rollout", 0, 1, false], false],
+    ["rollout: back at the current revision (the spec went back) it is wanted", ["rollout", 0, 1, true], true],
+    ["rollout: a stale surge instance above replicas leaves", ["rollout", 1, 1, true], false],
+  ])("%s", (_name, args, expected) => {
+    expect(retiringWanted(...args)).toBe(expected);
+  });
+
+  it("records without a reason read as a scale-down; a rollout's abort message says why", () => {
+    expect(paramsOf(record("Withdrawing")).reason).toBe("scale-down");
+    const rollout = { ...record("Draining"), params: { ...record("Draining").params, reason: "rollout" } };
+    expect(paramsOf(rollout).reason).toBe("rollout");
+    expect(planRetirement(rollout, base({ wanted: true }), routersZero, engineZero, T0)).toMatchObject({
+      kind: "abort",
+      reason: "ReplicaWanted",
+      message: "main r2 is wanted again (it runs the current revision again); it keeps serving",
+    });
   });
 });

@@ -30,6 +30,24 @@ describe("computeStatus", () => {
     expect(conditionOf(status, "Ready")?.reason).toBe(readyReason);
   });
 
+  it.each<[string, Array<PodState | null>, number, string]>([
+    ["every instance current", ["ready", "ready"], 8, "True AllUpdated: every instance runs generation 1"],
+    ["a rollout with room for the surge", ["stale", "ready"], 8, "False RollingOut: main: 1/2 updated"],
+    ["the surge Ready, counted apart from the instances below replicas", ["stale", "ready", "ready"], 0, "False RollingOut: main: 1/2 updated"],
+    [
+      "no room for the surge",
+      ["stale", "ready"],
+      0,
+      "False SurgeDoesNotFit: main: 1/2 updated; a surge of 1 instance(s) needs 1 GPUs (1 pod(s) × 1), 0 free; replacing one instance at a time",
+    ],
+  ])("UpToDate from the rollout planner: %s", (_name, states, gpuFree, expected) => {
+    const input = aggregated(2);
+    const inventory = { nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree }] };
+    const status = computeStatus({ render: input, deleting: false, observed: observed(input, states), now: NOW, inventory });
+    const upToDate = conditionOf(status, "UpToDate")!;
+    expect(`${upToDate.status} ${upToDate.reason}: ${upToDate.message}`).toBe(expected);
+  });
+
   it("names the GPU shortage in Scheduled and the endpoint from the role Service's ClusterIP", () => {
     const input = aggregated(2);
     const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "unschedulable"]), now: NOW });

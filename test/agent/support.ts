@@ -41,9 +41,11 @@ export function observedPod(input: RenderInput, replica: number, state: PodState
   const readyCondition = { type: "Ready", status: state === "ready" || state === "stale" ? "True" : "False" };
   const ip = `127.0.${role === "main" ? 1 : role === "prefill" ? 2 : 3}.${replica + 1}`;
   pod.status = { phase: "Running", podIP: ip, conditions: [readyCondition] };
+  pod.spec = { ...pod.spec!, nodeName: "gpu-a" };
   if (state === "stale") pod.metadata!.labels!["berth.dev/spec-hash"] = "0000000000000000";
   if (state === "terminating") pod.metadata!.deletionTimestamp = new Date("2026-01-01T00:00:00Z");
   if (state === "unschedulable") {
+    delete pod.spec!.nodeName;
     pod.status = {
       phase: "Pending",
       conditions: [

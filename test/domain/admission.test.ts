@@ -97,6 +97,11 @@ describe("admitDeploymentSpec", () => {
     ["refuses pdRatio without PD", aDeployment().spec({ scaling: { pdRatio: { min: 1, max: 2 } } }).build(), {}, ["/spec/scaling/pdRatio"]],
     ["refuses pdRatio min above max", aDeployment().pd().spec({ scaling: { pdRatio: { min: 3, max: 2 } } }).build(), {}, ["/spec/scaling/pdRatio/min"]],
 
+    // rollout
+    ["admits a rollout of one at a time without a surge", aDeployment().role({ name: "server", rollout: { maxSurge: 0, maxUnavailable: 1 } }).build(), {}, []],
+    ["refuses a rollout that could never move (surge 0, unavailable 0)", aDeployment().role({ name: "server", rollout: { maxSurge: 0, maxUnavailable: 0 } }).build(), {}, ["/spec/roles/0/rollout"]],
+    ["counts the surge indexes in the pod-name length", aDeployment().name("a".repeat(50)).role({ name: "server", replicas: 10, rollout: { maxSurge: 1 } }).build(), {}, ["/spec/roles/0/name"]],
+
     // identity fields on update
     ["refuses a new model name", aDeployment().spec({ model: { name: "Qwen/Qwen3-32B" } }).build(), previous(aDeployment().build()), ["/spec/model/name"]],
     ["refuses a new engine", aDeployment().engine("sglang").build(), previous(aDeployment().build()), ["/spec/engine/name"]],

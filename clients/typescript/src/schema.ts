@@ -1775,6 +1775,13 @@ export interface components {
             command: string[];
             /** @description Pod termination grace period; defaults to 30. */
             terminationGracePeriodSeconds: number;
+            /** @description How a spec change replaces instances (surge first, then retire the old ones); changing it alone rolls nothing. */
+            rollout?: {
+                /** @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs. */
+                maxSurge: number;
+                /** @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0. */
+                maxUnavailable: number;
+            };
         };
         Scaling: {
             /**
@@ -2102,6 +2109,13 @@ export interface components {
             command?: string[];
             /** @description Pod termination grace period; defaults to 30. */
             terminationGracePeriodSeconds?: number;
+            /** @description How a spec change replaces instances (surge first, then retire the old ones); changing it alone rolls nothing. */
+            rollout?: {
+                /** @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs. */
+                maxSurge?: number;
+                /** @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0. */
+                maxUnavailable?: number;
+            };
         };
         ScalingInput: {
             /**

@@ -19,6 +19,7 @@ describe("specHashOf", () => {
   it.each([
     ["replicas 2 → 7", (s: DeploymentSpec) => void (s.roles[0]!.replicas = 7)],
     ["replicas 2 → 0", (s: DeploymentSpec) => void (s.roles[0]!.replicas = 0)],
+    ["the rollout strategy (how pods are replaced, not what they run)", (s: DeploymentSpec) => void (s.roles[0]!.rollout = { maxSurge: 0, maxUnavailable: 2 })],
     ["router replicas", (s: DeploymentSpec) => void (s.router = { kind: "builtin", policy: "round_robin", replicas: 3 })],
     ["scaling bounds", (s: DeploymentSpec) => void (s.scaling = { mode: "active", intervalSeconds: 15, roles: [], algorithm: { type: "queue_depth", targetPerReplica: 8, tolerance: 0.1 }, scaleDownStabilizationSeconds: 300, retirement: { withdrawSeconds: 30, drainSeconds: 240, settleSeconds: 30 } })],
     ["clusterId", (s: DeploymentSpec) => void (s.clusterId = "clu_0123456789abcdefghjk")],
