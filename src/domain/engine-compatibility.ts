@@ -78,7 +78,7 @@ export const EngineCompatibility = z
 export type EngineCompatibility = z.infer<typeof EngineCompatibility>;
 
 // Sources used below, once each.
-const VLLM_MD = "vLLM source notes (vllm/engine/arg_utils.py, vllm/config/parallel.py at main 2026-05-27, compared with v0.16.0)";
+const VLLM_MD = "vllm/engine/arg_utils.py and vllm/config/parallel.py read at https://github.com/vllm-project/vllm/tree/v0.16.0 and at main of 2026-05-27";
 const GPUSTACK_ENGINES = "https://docs.gpustack.ai/gpustack-operator/main/docs/modules/model-deployment/engine-versions/";
 const NOT_ESTABLISHED = "first release not established from release notes or tags";
 

@@ -53,6 +53,13 @@ describe("engine compatibility through the API", () => {
     expect(res.status).toBe(201);
     expect(res.body.warnings).toEqual([expect.stringContaining("engine.image vllm/vllm-openai@sha256:0123abcd: it is pinned by digest only")]);
     expect(warningsOf(res.headers)).toEqual([`299 - "${res.body.warnings[0]}"`]);
+    // An Idempotency-Key replay repeats body and header.
+    const body = { name: "replayed", projectId: api.defaultProjectId, spec: plain("vllm/vllm-openai:nightly") };
+    const first = await api.call("POST", "/v1/deployments", { body, headers: { "Idempotency-Key": "warned-create" } });
+    const replay = await api.call("POST", "/v1/deployments", { body, headers: { "Idempotency-Key": "warned-create" } });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body.warnings).toEqual(first.body.warnings);
+    expect(replay.headers.get("warning")).toBe(first.headers.get("warning"));
     // GET shows the stored deployment only: warnings belong to the write that was warned.
     const read = await api.call("GET", `/v1/deployments/${res.body.id}`);
     expect(read.body.warnings).toBeUndefined();
