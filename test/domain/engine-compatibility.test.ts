@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { applySpecDefaults, DeploymentSpecInput, type DeploymentSpec } from "../../src/domain/deployment-spec.ts";
-import { ENGINE_COMPATIBILITY, EngineCompatibility, featuresOfSpec, KNOWN_FAILURE_MATCHES, type EngineFeature } from "../../src/domain/engine-compatibility.ts";
+import { ENGINE_COMPATIBILITY, EngineCompatibility, featuresOfSpec, KNOWN_FAILURE_MATCHES, type EngineFeature, type FeatureSupport } from "../../src/domain/engine-compatibility.ts";
 import { checkEngineCompatibility, failureCoversRelease, isBelowMinimum } from "../../src/domain/engine-gate.ts";
 import { release } from "../../src/domain/engine-image.ts";
 import { aDeployment, type DeploymentBuilder } from "../fixtures/deployment-builder.ts";
@@ -47,10 +47,10 @@ describe("featuresOfSpec", () => {
 });
 
 describe("isBelowMinimum and failureCoversRelease", () => {
-  const nixl = { feature: "pd-nixl", summary: "", flags: [], renderedByBerth: true, minimum: "0.9.0", source: "s" } as const;
-  const elastic = { feature: "elastic-ep", summary: "", flags: [], renderedByBerth: true, minimum: "unknown", absentIn: "0.16.0", source: "s" } as const;
-  const unknown = { feature: "lora", summary: "", flags: [], renderedByBerth: false, minimum: "unknown", source: "s" } as const;
-  it.each([
+  const nixl: FeatureSupport = { feature: "pd-nixl", summary: "", flags: [], renderedByBerth: true, minimum: "0.9.0", source: "s" };
+  const elastic: FeatureSupport = { feature: "elastic-ep", summary: "", flags: [], renderedByBerth: true, minimum: "unknown", absentIn: "0.16.0", source: "s" };
+  const unknown: FeatureSupport = { feature: "lora", summary: "", flags: [], renderedByBerth: false, minimum: "unknown", source: "s" };
+  it.each<[string, FeatureSupport, string, boolean]>([
     ["below the minimum", nixl, "0.8.5", true],
     ["a pre-release of the minimum", nixl, "0.9.0rc1", true],
     ["at the minimum", nixl, "0.9.0", false],
