@@ -134,7 +134,7 @@ export const ENGINE_COMPATIBILITY: readonly EngineCompatibility[] = [
         flags: ["--data-parallel-rank"],
         renderedByBerth: true,
         minimum: "unknown",
-        source: `${NOT_ESTABLISHED}; present in vLLM ≈v0.11 (${VLLM_MD})`,
+        source: `${NOT_ESTABLISHED}; present at vLLM main of 2025-09-27 (about v0.11.0), where --data-parallel-rank alone selects external load balancing (vllm/engine/arg_utils.py)`,
       },
       {
         feature: "hybrid-lb",
@@ -196,7 +196,7 @@ export const ENGINE_COMPATIBILITY: readonly EngineCompatibility[] = [
       },
       {
         id: "vllm-ec-shared-storage-renamed",
-        summary: "berth renders ec_connector ECSharedStorageConnector; https://github.com/vllm-project/vllm/pull/30201 renamed it ECExampleConnector, and releases with the rename refuse the old name (\"Unsupported connector type\")",
+        summary: "berth renders ec_connector ECSharedStorageConnector; https://github.com/vllm-project/vllm/pull/30201 renamed it ECExampleConnector (with its KV twin, which newer releases refuse as \"Unsupported connector type\"); releases with the rename no longer know the old name",
         appliesTo: "deployments with an encode role",
         releases: { after: "0.12.0" },
         workaround: "pin vLLM 0.12.0 or earlier, or take over the encode and prefill roles' command with ec_connector ECExampleConnector",
