@@ -36,7 +36,7 @@ const { values: flags } = parseArgs({ options: { quick: { type: "boolean", defau
 const QUICK = flags.quick;
 
 const MOE = "deepseek-ai/DeepSeek-V2-Lite";
-const ENGINE_IMAGE = "vllm/vllm-openai:v0.11.0";
+const ENGINE_IMAGE = "vllm/vllm-openai:v0.29.0"; // elastic EP needs a release after 0.16.0
 const GPU = "nvidia-h100-80gb";
 const NS = "berth-elastic-bench";
 /** Model seconds one simulated `/scale_elastic_ep` takes (the simulator's SIM_ELASTIC_SCALE_SECONDS). */

@@ -1,10 +1,11 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { serviceContext, type AppEnv } from "../../src/api/env.ts";
 import { BODY_PROBLEMS, bearerSecurity, jsonContent, problems } from "../../src/api/route-kit.ts";
-import { ApplyRequest, DeploymentRequestResource } from "../../src/domain/deployment-request.ts";
+import { ApplyRequest } from "../../src/domain/deployment-request.ts";
+import { withWarnings } from "../../src/api/warnings.ts";
 import { applyDeploymentRequest } from "../../src/services/deployment-requests/apply-deployment-request.ts";
 import { etagOfDeploymentRequest } from "../../src/services/deployment-requests/deployment-request-view.ts";
-import { ETagHeader, RequestParams, base } from "./shared.ts";
+import { DeploymentRequestApplied, ETagHeader, RequestParams, base } from "./shared.ts";
 
 const route = createRoute({
   ...base,
@@ -20,7 +21,7 @@ const route = createRoute({
     body: { required: false, description: "Which candidate; empty means the first", content: { "application/json": { schema: ApplyRequest } } },
   },
   responses: {
-    200: { ...jsonContent(DeploymentRequestResource, "The request, Deployed, with its deploymentId"), headers: ETagHeader },
+    200: { ...jsonContent(DeploymentRequestApplied, "The request, Deployed, with its deploymentId"), headers: ETagHeader },
     ...problems(...BODY_PROBLEMS, 404, 409),
   },
 });
@@ -28,7 +29,7 @@ const route = createRoute({
 export function registerApplyDeploymentRequest(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const body = c.req.valid("json") ?? {};
-    const request = await applyDeploymentRequest({ ctx: serviceContext(c), input: { ...c.req.valid("param"), ...body } });
-    return c.json(request, 200, { ETag: etagOfDeploymentRequest(request.resourceVersion) });
+    const { request, warnings } = await applyDeploymentRequest({ ctx: serviceContext(c), input: { ...c.req.valid("param"), ...body } });
+    return c.json(withWarnings(c, request, warnings), 200, { ETag: etagOfDeploymentRequest(request.resourceVersion) });
   });
 }

@@ -2,10 +2,11 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { serviceContext, type AppEnv } from "../../src/api/env.ts";
 import { BODY_PROBLEMS, bearerSecurity, jsonBody, problems } from "../../src/api/route-kit.ts";
-import { DeploymentRequestInput, DeploymentRequestResource } from "../../src/domain/deployment-request.ts";
+import { DeploymentRequestInput } from "../../src/domain/deployment-request.ts";
+import { withWarnings } from "../../src/api/warnings.ts";
 import { createDeploymentRequest } from "../../src/services/deployment-requests/create-deployment-request.ts";
 import { etagOfDeploymentRequest } from "../../src/services/deployment-requests/deployment-request-view.ts";
-import { ETagHeader, base } from "./shared.ts";
+import { DeploymentRequestApplied, ETagHeader, base } from "./shared.ts";
 
 const route = createRoute({
   ...base,
@@ -24,7 +25,7 @@ const route = createRoute({
     201: {
       description: "Created and planned",
       headers: { ...ETagHeader, Location: { description: "URL of the new request", schema: { type: "string" } } },
-      content: { "application/json": { schema: DeploymentRequestResource } },
+      content: { "application/json": { schema: DeploymentRequestApplied } },
     },
     ...problems(...BODY_PROBLEMS, 409),
   },
@@ -32,7 +33,7 @@ const route = createRoute({
 
 export function registerCreateDeploymentRequest(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
-    const request = await createDeploymentRequest({ ctx: serviceContext(c), input: c.req.valid("json") });
-    return c.json(request, 201, { Location: `/v1/deployment-requests/${request.id}`, ETag: etagOfDeploymentRequest(request.resourceVersion) });
+    const { request, warnings } = await createDeploymentRequest({ ctx: serviceContext(c), input: c.req.valid("json") });
+    return c.json(withWarnings(c, request, warnings), 201, { Location: `/v1/deployment-requests/${request.id}`, ETag: etagOfDeploymentRequest(request.resourceVersion) });
   });
 }

@@ -1,8 +1,9 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { serviceContext, type AppEnv } from "../../src/api/env.ts";
+import { withWarnings } from "../../src/api/warnings.ts";
 import { BODY_PROBLEMS, bearerSecurity, jsonBody, problems } from "../../src/api/route-kit.ts";
-import { Deployment, DeploymentCreate } from "../../src/domain/deployment.ts";
+import { DeploymentWritten, DeploymentCreate } from "../../src/domain/deployment.ts";
 import { createDeployment } from "../../src/services/deployments/create-deployment.ts";
 import { etagOf } from "../../src/services/deployments/deployment-view.ts";
 import { ETagHeader } from "./shared.ts";
@@ -23,7 +24,7 @@ const route = createRoute({
     201: {
       description: "Created",
       headers: { ...ETagHeader, Location: { description: "URL of the new deployment", schema: { type: "string" } } },
-      content: { "application/json": { schema: Deployment } },
+      content: { "application/json": { schema: DeploymentWritten } },
     },
     ...problems(...BODY_PROBLEMS, 409),
   },
@@ -31,8 +32,8 @@ const route = createRoute({
 
 export function registerCreateDeployment(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
-    const deployment = await createDeployment({ ctx: serviceContext(c), input: c.req.valid("json") });
-    return c.json(deployment, 201, {
+    const { deployment, warnings } = await createDeployment({ ctx: serviceContext(c), input: c.req.valid("json") });
+    return c.json(withWarnings(c, deployment, warnings), 201, {
       Location: `/v1/deployments/${deployment.id}`,
       ETag: etagOf(deployment.resourceVersion),
     });

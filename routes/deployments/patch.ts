@@ -1,7 +1,8 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { serviceContext, type AppEnv } from "../../src/api/env.ts";
+import { withWarnings } from "../../src/api/warnings.ts";
 import { BODY_PROBLEMS, bearerSecurity, mergePatchBody, problems } from "../../src/api/route-kit.ts";
-import { Deployment, DeploymentPatch } from "../../src/domain/deployment.ts";
+import { DeploymentWritten, DeploymentPatch } from "../../src/domain/deployment.ts";
 import { etagOf } from "../../src/services/deployments/deployment-view.ts";
 import { patchDeployment } from "../../src/services/deployments/patch-deployment.ts";
 import { DeploymentPathParams, ETagHeader, IfMatchHeaders, ProjectScopeQuery } from "./shared.ts";
@@ -23,7 +24,7 @@ const route = createRoute({
     body: mergePatchBody(DeploymentPatch, "Merge patch"),
   },
   responses: {
-    200: { description: "The updated deployment", headers: ETagHeader, content: { "application/json": { schema: Deployment } } },
+    200: { description: "The updated deployment", headers: ETagHeader, content: { "application/json": { schema: DeploymentWritten } } },
     ...problems(...BODY_PROBLEMS, 404, 409, 412),
   },
 });
@@ -32,10 +33,10 @@ export function registerPatchDeployment(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const { idOrName } = c.req.valid("param");
     const { projectId } = c.req.valid("query");
-    const deployment = await patchDeployment({
+    const { deployment, warnings } = await patchDeployment({
       ctx: serviceContext(c),
       input: { address: { idOrName, projectId }, ifMatch: c.req.valid("header")["if-match"], patch: c.req.valid("json") },
     });
-    return c.json(deployment, 200, { ETag: etagOf(deployment.resourceVersion) });
+    return c.json(withWarnings(c, deployment, warnings), 200, { ETag: etagOf(deployment.resourceVersion) });
   });
 }

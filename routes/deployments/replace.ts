@@ -1,7 +1,8 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { serviceContext, type AppEnv } from "../../src/api/env.ts";
+import { withWarnings } from "../../src/api/warnings.ts";
 import { BODY_PROBLEMS, bearerSecurity, jsonBody, problems } from "../../src/api/route-kit.ts";
-import { Deployment, DeploymentReplace } from "../../src/domain/deployment.ts";
+import { DeploymentWritten, DeploymentReplace } from "../../src/domain/deployment.ts";
 import { etagOf } from "../../src/services/deployments/deployment-view.ts";
 import { replaceDeployment } from "../../src/services/deployments/replace-deployment.ts";
 import { DeploymentPathParams, ETagHeader, IfMatchHeaders, ProjectScopeQuery } from "./shared.ts";
@@ -20,7 +21,7 @@ const route = createRoute({
     body: jsonBody(DeploymentReplace, "The whole new spec and labels"),
   },
   responses: {
-    200: { description: "The updated deployment", headers: ETagHeader, content: { "application/json": { schema: Deployment } } },
+    200: { description: "The updated deployment", headers: ETagHeader, content: { "application/json": { schema: DeploymentWritten } } },
     ...problems(...BODY_PROBLEMS, 404, 409, 412),
   },
 });
@@ -29,10 +30,10 @@ export function registerReplaceDeployment(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const { idOrName } = c.req.valid("param");
     const { projectId } = c.req.valid("query");
-    const deployment = await replaceDeployment({
+    const { deployment, warnings } = await replaceDeployment({
       ctx: serviceContext(c),
       input: { address: { idOrName, projectId }, ifMatch: c.req.valid("header")["if-match"], body: c.req.valid("json") },
     });
-    return c.json(deployment, 200, { ETag: etagOf(deployment.resourceVersion) });
+    return c.json(withWarnings(c, deployment, warnings), 200, { ETag: etagOf(deployment.resourceVersion) });
   });
 }

@@ -4,7 +4,7 @@ import type { MiddlewareHandler } from "hono";
 import { claimIdempotency, finishIdempotency } from "../services/idempotency.ts";
 import { systemContext, type AppEnv } from "./env.ts";
 
-const REPLAYED_HEADERS = ["content-type", "location", "etag"];
+const REPLAYED_HEADERS = ["content-type", "location", "etag", "warning"];
 
 export function idempotentPosts(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {

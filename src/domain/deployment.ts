@@ -82,3 +82,9 @@ export const Deployment = z
   })
   .meta({ id: "Deployment" });
 export type Deployment = z.infer<typeof Deployment>;
+
+export const AdmissionWarnings = z
+  .array(z.string())
+  .describe("Admitted with reservations (an image tag naming no release, a known engine failure the spec matches); also sent as `Warning: 299` headers. Absent when there are none.");
+
+export const DeploymentWritten = Deployment.extend({ warnings: AdmissionWarnings.optional() }).meta({ id: "DeploymentWritten" });

@@ -32,7 +32,7 @@ interface OperationView {
 
 const elasticSpec = (width: number, maxWidth: number, env: Array<{ name: string; value: string }> = []) => ({
   model: { name: MOE },
-  engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+  engine: { name: "vllm", image: "vllm/vllm-openai:v0.29.0" }, // --enable-elastic-ep is not in 0.16.0 or earlier
   router: { kind: "builtin", policy: "least_load" },
   roles: [{ name: "ep", resources: { gpus: 1, gpuType: "nvidia-h100-80gb" }, parallelism: { expert: true }, elastic: { width, maxWidth }, env }],
 });

@@ -12,7 +12,7 @@ const elasticBody = (name: string, width = 2, maxWidth = 8) => ({
   name,
   spec: {
     model: { name: "deepseek-ai/DeepSeek-V2-Lite" },
-    engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+    engine: { name: "vllm", image: "vllm/vllm-openai:v0.29.0" }, // --enable-elastic-ep is not in 0.16.0 or earlier
     roles: [{ name: "ep", resources: { gpus: 1 }, parallelism: { expert: true }, elastic: { width, maxWidth } }],
   },
 });

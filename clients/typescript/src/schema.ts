@@ -766,6 +766,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/catalog/engines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Engine releases, transports and known failures
+         * @description Per engine, the first release of each feature berth renders (`unknown` where no source establishes it), KV transports with their status and known failures, every fact with its source. Admission refuses a feature below its release and warns on an unreadable image tag or a matching known failure.
+         */
+        get: operations["listCatalogEngines"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/internal/dispatch": {
         parameters: {
             query?: never;
@@ -1617,7 +1637,7 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        Deployment: {
+        DeploymentWritten: {
             /** @description dep_… */
             id: string;
             name: string;
@@ -1635,6 +1655,8 @@ export interface components {
             updatedAt: string;
             spec: components["schemas"]["DeploymentSpec"];
             status: components["schemas"]["DeploymentStatus"];
+            /** @description Admitted with reservations (an image tag naming no release, a known engine failure the spec matches); also sent as `Warning: 299` headers. Absent when there are none. */
+            warnings?: string[];
         };
         /** @description A model deployment with every default filled in, as stored and returned. */
         DeploymentSpec: {
@@ -2174,6 +2196,25 @@ export interface components {
             /** @description Pass as ?cursor= for the next page; null on the last page. */
             nextCursor: string | null;
         };
+        Deployment: {
+            /** @description dep_… */
+            id: string;
+            name: string;
+            projectId: string;
+            labels: {
+                [key: string]: string;
+            };
+            /** @description Increases on every spec change */
+            generation: number;
+            /** @description Increases on every change, spec or status; the ETag */
+            resourceVersion: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            spec: components["schemas"]["DeploymentSpec"];
+            status: components["schemas"]["DeploymentStatus"];
+        };
         DeploymentPatch: {
             /** @description RFC 7396 merge patch applied to the stored (defaulted) spec */
             spec?: {
@@ -2662,7 +2703,7 @@ export interface components {
             /** @description Pass as ?cursor= for the next page; null on the last page. */
             nextCursor: string | null;
         };
-        DeploymentRequest: {
+        DeploymentRequestApplied: {
             /** @description dreq_… */
             id: string;
             name: string;
@@ -2794,6 +2835,8 @@ export interface components {
             resourceVersion: number;
             createdAt: string;
             updatedAt: string;
+            /** @description Admitted with reservations (an image tag naming no release, a known engine failure the spec matches); also sent as `Warning: 299` headers. Absent when there are none. */
+            warnings?: string[];
         };
         DeploymentRequestStatus: {
             /**
@@ -3074,6 +3117,139 @@ export interface components {
             /** @description Pass as ?cursor= for the next page; null on the last page. */
             nextCursor: string | null;
         };
+        DeploymentRequest: {
+            /** @description dreq_… */
+            id: string;
+            name: string;
+            projectId: string;
+            /** @description The request with its defaults; immutable. */
+            spec: {
+                /** @description Name of the request, and of the deployment it generates. */
+                name: string;
+                /** @description Project; implied by a project-bound key. */
+                projectId?: string;
+                model: {
+                    /** @description Hugging Face model id; also the served name of the generated deployment. */
+                    name: string;
+                    /** @description config.json fields, required when the catalogue does not know `name`. */
+                    architecture?: {
+                        /** @description Transformer layers. */
+                        num_hidden_layers: number;
+                        /** @description Model width. */
+                        hidden_size: number;
+                        /** @description Query heads. */
+                        num_attention_heads: number;
+                        /** @description KV heads; defaults to num_attention_heads (MHA). */
+                        num_key_value_heads?: number;
+                        /** @description Per-head width; defaults to hidden_size ÷ num_attention_heads. */
+                        head_dim?: number;
+                        /** @description Dense MLP width; needed unless the parameter counts are given. */
+                        intermediate_size?: number;
+                        /** @description Width of one expert's MLP (MoE). */
+                        moe_intermediate_size?: number;
+                        /** @description Routed experts per layer (also read from num_local_experts / n_routed_experts). */
+                        num_experts?: number;
+                        num_local_experts?: number;
+                        n_routed_experts?: number;
+                        /** @description Always-active shared experts (DeepSeek). */
+                        n_shared_experts?: number;
+                        /** @description Experts each token is routed to. */
+                        num_experts_per_tok?: number;
+                        /** @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer. */
+                        kv_lora_rank?: number;
+                        /** @description MLA rotary part cached beside the latent. */
+                        qk_rope_head_dim?: number;
+                        /** @description Vocabulary; defaults to 32000 for the parameter estimate. */
+                        vocab_size?: number;
+                        /** @description Context length; defaults to 8192. */
+                        max_position_embeddings?: number;
+                        /** @description `bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte). */
+                        torch_dtype?: string;
+                        /** @description Total parameters, billions, when known (overrides the estimate from the config). */
+                        totalParamsB?: number;
+                        /** @description Active parameters per token, billions (MoE), when known. */
+                        activeParamsB?: number;
+                    };
+                };
+                /**
+                 * @description Engine to plan for; `auto` tries both.
+                 * @default auto
+                 * @enum {string}
+                 */
+                engine?: "auto" | "vllm" | "sglang";
+                /**
+                 * @default {
+                 *       "inputTokens": 4000,
+                 *       "outputTokens": 1000
+                 *     }
+                 */
+                workload?: {
+                    /**
+                     * @description Prompt tokens per request; defaults to 4000.
+                     * @default 4000
+                     */
+                    inputTokens?: number;
+                    /**
+                     * @description Generated tokens per request; defaults to 1000.
+                     * @default 1000
+                     */
+                    outputTokens?: number;
+                    /** @description Arrival rate to serve within the SLA. */
+                    requestsPerSecond?: number;
+                    /** @description Requests in flight to serve within the SLA. */
+                    concurrency?: number;
+                };
+                /**
+                 * @description Service-level objective; defaults to { ttftMs: 2000, itlMs: 30 }.
+                 * @default {
+                 *       "ttftMs": 2000,
+                 *       "itlMs": 30
+                 *     }
+                 */
+                sla?: {
+                    /** @description Mean time to first token, ms. */
+                    ttftMs: number;
+                    /** @description Mean inter-token latency, ms. */
+                    itlMs: number;
+                } | {
+                    /** @description Mean end-to-end request latency, ms. */
+                    e2eMs: number;
+                } | {
+                    /**
+                     * @description No bound: favour low latency (replicas near their batch-1 speed) or throughput per GPU (full batches).
+                     * @enum {string}
+                     */
+                    optimize: "latency" | "throughput";
+                };
+                /** @default {} */
+                hardware?: {
+                    /** @description Plan against this cluster's free inventory. */
+                    clusterId?: string;
+                    /**
+                     * @description Only this GPU type; absent means every type available.
+                     * @enum {string}
+                     */
+                    gpuType?: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
+                    /** @description Most GPUs the deployment may use. */
+                    maxGpus?: number;
+                };
+                /**
+                 * @description Create the first candidate's deployment as soon as planning is done.
+                 * @default false
+                 */
+                autoApply?: boolean;
+                overrides?: {
+                    /** @description Engine image for the generated spec; defaults per engine. */
+                    image?: string;
+                    /** @description Appended to every generated role's engine arguments. */
+                    extraArgs?: string[];
+                };
+            };
+            status: components["schemas"]["DeploymentRequestStatus"];
+            resourceVersion: number;
+            createdAt: string;
+            updatedAt: string;
+        };
         ApplyDeploymentRequest: {
             /** @description Rank of the candidate to deploy; defaults to 1. */
             candidate?: number;
@@ -3163,6 +3339,76 @@ export interface components {
             /** @description GPUs in the usual server of this type. */
             gpusPerNode: number;
             /** @description Where the figures come from. */
+            source: string;
+        };
+        EngineCatalog: {
+            items: components["schemas"]["EngineCompatibility"][];
+        };
+        EngineCompatibility: {
+            /**
+             * @description Serving engine.
+             * @enum {string}
+             */
+            engine: "vllm" | "sglang";
+            /** @description Image repositories whose tags are read as releases (any registry or mirror in front). */
+            officialRepositories: string[];
+            features: components["schemas"]["EngineFeatureSupport"][];
+            transports: components["schemas"]["EngineTransportSupport"][];
+            knownFailures: components["schemas"]["EngineKnownFailure"][];
+        };
+        EngineFeatureSupport: {
+            /**
+             * @description A feature berth renders (or reads from extraArgs) that needs engine support.
+             * @enum {string}
+             */
+            feature: "pd-nixl" | "pd-mooncake" | "pd-lmcache" | "epd" | "elastic-ep" | "external-dp" | "hybrid-lb" | "multi-node-dp" | "multi-node-tp" | "lora" | "sleep-mode";
+            /** @description What the feature is, in berth's words. */
+            summary: string;
+            /** @description The engine flags (or spec shape) that use it: what berth renders, or what extraArgs carry. */
+            flags: string[];
+            /** @description true when berth renders these flags from the spec; false when only a user's extraArgs carry them. */
+            renderedByBerth: boolean;
+            /** @description First release with the feature; `unknown` where no source establishes it (admission then does not gate on it). */
+            minimum: string | "unknown";
+            /** @description A release known to lack the feature: this release and older ones are refused even while `minimum` is unknown. */
+            absentIn?: string;
+            /** @description Release notes, pull request or source file the release facts come from. */
+            source: string;
+        };
+        EngineTransportSupport: {
+            /**
+             * @description `spec.kvTransfer.connector`.
+             * @enum {string}
+             */
+            connector: "nixl" | "mooncake";
+            /**
+             * @description `spec.kvTransfer.protocol`.
+             * @enum {string}
+             */
+            protocol: "tcp" | "rdma";
+            /**
+             * @description What has been observed: blocks actually moved (`works`), or not.
+             * @enum {string}
+             */
+            status: "works" | "works-with-known-failure" | "not-verified" | "unsupported";
+            note: string;
+            source: string;
+        };
+        EngineKnownFailure: {
+            /** @description Stable id of the failure. */
+            id: string;
+            /** @description What goes wrong. */
+            summary: string;
+            /** @description Which specs it matches (admission warns on those). */
+            appliesTo: string;
+            /** @description Releases affected; an unreadable image tag is treated as possibly affected. */
+            releases: {
+                /** @description First release affected, inclusive. */
+                from?: string;
+                /** @description Releases strictly after this one may be affected. */
+                after?: string;
+            };
+            workaround: string;
             source: string;
         };
         DispatchAnswer: {
@@ -3866,7 +4112,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Deployment"];
+                    "application/json": components["schemas"]["DeploymentWritten"];
                 };
             };
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
@@ -4038,7 +4284,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Deployment"];
+                    "application/json": components["schemas"]["DeploymentWritten"];
                 };
             };
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
@@ -4246,7 +4492,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Deployment"];
+                    "application/json": components["schemas"]["DeploymentWritten"];
                 };
             };
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
@@ -6605,7 +6851,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DeploymentRequest"];
+                    "application/json": components["schemas"]["DeploymentRequestApplied"];
                 };
             };
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
@@ -6816,7 +7062,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DeploymentRequest"];
+                    "application/json": components["schemas"]["DeploymentRequestApplied"];
                 };
             };
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
@@ -7077,6 +7323,53 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GpuCatalog"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listCatalogEngines: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The engine compatibility table */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineCatalog"];
                 };
             };
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */

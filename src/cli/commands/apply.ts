@@ -29,6 +29,8 @@ export interface ApplyResult {
   outcome: "created" | "unchanged" | "updated";
   deployment: Deployment;
   changes: JsonChange[];
+  /** Admission's warnings about the spec (docs/design.md §5.3), printed like kubectl's on stderr. */
+  warnings: string[];
 }
 
 export async function run(args: string[]): Promise<void> {
@@ -42,6 +44,7 @@ export async function run(args: string[]): Promise<void> {
     if (session.output !== "table") session.printBody(result.deployment);
     session.say(`deployment/${result.deployment.name} ${result.outcome}`);
     for (const change of result.changes) session.say(`  ${change.pointer}: ${show(change.before)} -> ${show(change.after)}`);
+    for (const warning of result.warnings) process.stderr.write(`Warning: ${warning}\n`);
   }
 }
 
@@ -78,8 +81,8 @@ export async function applyDeployment(session: Session, body: Record<string, unk
     const found = await client.GET("/v1/deployments/{idOrName}", { params: address });
     if (found.response.status === 404) {
       const create = { ...body, ...(projectId === undefined ? {} : { projectId }) } as CreateBody;
-      const deployment = await unwrap(client.POST("/v1/deployments", { body: create }));
-      return { outcome: "created", deployment, changes: [] };
+      const { warnings = [], ...deployment } = await unwrap(client.POST("/v1/deployments", { body: create }));
+      return { outcome: "created", deployment, changes: [], warnings };
     }
     const before = await unwrap(found);
     const replaced = await client.PUT("/v1/deployments/{idOrName}", {
@@ -94,8 +97,8 @@ export async function applyDeployment(session: Session, body: Record<string, unk
     // Someone (or the agent's status write) changed it since the read: read again, once.
     if (replaced.response.status === 412 && attempt === 1) continue;
     if (!replaced.response.ok && replaced.response.status === 404) throw new CliError(`${where}: ${name} disappeared while applying; run apply again`);
-    const after = await unwrap(replaced);
+    const { warnings = [], ...after } = await unwrap(replaced);
     const changes = [...diffJson(before.labels, after.labels, "/labels"), ...diffJson(before.spec, after.spec, "/spec")];
-    return { outcome: changes.length > 0 ? "updated" : "unchanged", deployment: after, changes };
+    return { outcome: changes.length > 0 ? "updated" : "unchanged", deployment: after, changes, warnings };
   }
 }

@@ -13,10 +13,16 @@ import { actorOf, recordEvent } from "../events/record-event.ts";
 import { summarizeRequest, toDeploymentRequest } from "./deployment-request-view.ts";
 import { findVisibleDeploymentRequest } from "./find-deployment-request.ts";
 
-export async function applyDeploymentRequest({ ctx, input }: { ctx: ServiceContext; input: { id: string } & ApplyRequest }): Promise<DeploymentRequestResource> {
+/** The applied request, and admission's warnings about the deployment it created (none when it created nothing). */
+export interface AppliedRequest {
+  request: DeploymentRequestResource;
+  warnings: string[];
+}
+
+export async function applyDeploymentRequest({ ctx, input }: { ctx: ServiceContext; input: { id: string } & ApplyRequest }): Promise<AppliedRequest> {
   const found = await findVisibleDeploymentRequest(ctx, input.id, "editor");
   const status = found.status as DeploymentRequestStatus;
-  if (found.deploymentId) return alreadyApplied(found, input.candidate);
+  if (found.deploymentId) return { request: alreadyApplied(found, input.candidate), warnings: [] };
   if (status.phase === "Failed") {
     throw new Conflict(`Deployment request "${found.name}" failed planning (${status.reason ?? "no candidate"}); there is nothing to apply. Create a new request with a looser SLA or more GPUs.`);
   }
@@ -30,15 +36,17 @@ export async function applyDeploymentRequest({ ctx, input }: { ctx: ServiceConte
 
   // Deploying: visible to readers while the deployment is created.
   const started = await setStatus(ctx, found.id, (row, current) => (row.deploymentId ? undefined : { ...current, phase: "Deploying", selected: rank, deploymentId: undefined }));
-  if (started.deploymentId) return alreadyApplied(started, input.candidate);
+  if (started.deploymentId) return { request: alreadyApplied(started, input.candidate), warnings: [] };
 
   let deploymentId: string;
+  let warnings: string[] = [];
   try {
-    const deployment = await createDeployment({
+    const created = await createDeployment({
       ctx,
       input: { name: found.name, projectId: found.projectId, labels: { [REQUEST_LABEL]: found.id }, spec: candidate.spec },
     });
-    deploymentId = deployment.id;
+    deploymentId = created.deployment.id;
+    warnings = created.warnings;
   } catch (error) {
     const adopted = error instanceof Conflict ? await ownDeployment(ctx, found) : undefined;
     if (!adopted) {
@@ -71,7 +79,7 @@ export async function applyDeploymentRequest({ ctx, input }: { ctx: ServiceConte
       });
     },
   );
-  return toDeploymentRequest(linked);
+  return { request: toDeploymentRequest(linked), warnings };
 }
 
 function alreadyApplied(row: DeploymentRequestRow, candidate: number | undefined): DeploymentRequestResource {

@@ -4,7 +4,7 @@
 import { findClusterById } from "../../../db/queries/clusters.ts";
 import { insertDeploymentRequest } from "../../../db/queries/deployment-requests.ts";
 import type { Inventory } from "../../domain/cluster.ts";
-import type { DeploymentRequest, DeploymentRequestResource } from "../../domain/deployment-request.ts";
+import type { DeploymentRequest } from "../../domain/deployment-request.ts";
 import { Conflict, InvalidSpec } from "../../domain/errors.ts";
 import { newId } from "../../domain/ids.ts";
 import { planDeploymentRequest, type PlanInventory } from "../../domain/planner.ts";
@@ -12,10 +12,10 @@ import { requireUser } from "../../domain/principal.ts";
 import { resolveTargetProject } from "../projects/resolve-target-project.ts";
 import type { ServiceContext } from "../context.ts";
 import { actorOf, recordEvent } from "../events/record-event.ts";
-import { applyDeploymentRequest } from "./apply-deployment-request.ts";
+import { applyDeploymentRequest, type AppliedRequest } from "./apply-deployment-request.ts";
 import { statusOfPlan, summarizeRequest, toDeploymentRequest } from "./deployment-request-view.ts";
 
-export async function createDeploymentRequest({ ctx, input }: { ctx: ServiceContext; input: DeploymentRequest }): Promise<DeploymentRequestResource> {
+export async function createDeploymentRequest({ ctx, input }: { ctx: ServiceContext; input: DeploymentRequest }): Promise<AppliedRequest> {
   const user = requireUser(ctx.principal, "editor");
   const projectId = await resolveTargetProject(ctx, user, input.projectId, "request");
   const inventory = await inventoryOf(ctx, input.hardware.clusterId);
@@ -48,7 +48,7 @@ export async function createDeploymentRequest({ ctx, input }: { ctx: ServiceCont
   });
   if (!row) throw new Conflict(`A deployment request named "${input.name}" already exists in this project; choose another name or delete it.`);
   if (input.autoApply && row.phase === "Ready") return applyDeploymentRequest({ ctx, input: { id: row.id } });
-  return toDeploymentRequest(row);
+  return { request: toDeploymentRequest(row), warnings: [] };
 }
 
 /** The free GPUs of the named cluster, from its last heartbeat; none reported yet → plan without. */

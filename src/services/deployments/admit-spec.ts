@@ -1,10 +1,11 @@
 // The admission pipeline shared by create, replace and patch, in the order docs/design.md §3.1
-// fixes: schema (400) → defaults → admission rules and fit (422) → quota (403, last).
+// fixes: schema (400) → defaults → admission rules, fit and the engine-release gate (422) → quota (403, last).
 import type { Db } from "../../../db/client.ts";
 import { findClusterById, listClusters, type ClusterRow } from "../../../db/queries/clusters.ts";
 import { listProjectSpecs } from "../../../db/queries/deployments.ts";
 import { findProjectById, lockProject } from "../../../db/queries/projects.ts";
 import { admitDeploymentSpec, countGpus, type AdmissionContext } from "../../domain/admission.ts";
+import { checkEngineCompatibility } from "../../domain/engine-gate.ts";
 import {
   applySpecDefaults,
   DeploymentSpecInput,
@@ -21,6 +22,8 @@ export interface Admitted {
   spec: DeploymentSpec;
   /** The cluster the deployment runs on; null while no cluster exists (the first to register takes it). */
   clusterId: string | null;
+  /** Accepted with reservations (an unreadable image tag, a known engine failure): for the response's `warnings[]`. */
+  warnings: string[];
 }
 
 /**
@@ -38,11 +41,12 @@ export async function admitSpec(
   const spec = applySpecDefaults("parsed" in input ? input.parsed : parseSpec(input.rawSpec));
   const cluster = await targetCluster(db, spec, input.assignedClusterId ?? null);
   const context: AdmissionContext = { previous: input.previous, cluster: cluster && capacityOf(cluster) };
-  const errors = admitDeploymentSpec(input.name, spec, context);
+  const engine = checkEngineCompatibility(spec);
+  const errors = [...admitDeploymentSpec(input.name, spec, context), ...engine.errors];
   if (errors.length > 0) {
     throw new InvalidSpec(`The deployment spec was not admitted (${errors.length} problem${errors.length > 1 ? "s" : ""}).`, errors);
   }
-  return { spec, clusterId: cluster?.id ?? null };
+  return { spec, clusterId: cluster?.id ?? null, warnings: engine.warnings };
 }
 
 function parseSpec(rawSpec: unknown): DeploymentSpecInput {

@@ -1,7 +1,7 @@
 // Creates a deployment: admission, then quota and insert in one transaction. With no
 // agent yet it is Pending; the agent of its cluster takes it from there.
 import { insertDeployment } from "../../../db/queries/deployments.ts";
-import type { Deployment, DeploymentCreate } from "../../domain/deployment.ts";
+import type { DeploymentCreate } from "../../domain/deployment.ts";
 import { pendingStatus } from "../../domain/deployment-spec.ts";
 import { Conflict } from "../../domain/errors.ts";
 import { newId } from "../../domain/ids.ts";
@@ -10,13 +10,13 @@ import { resolveTargetProject } from "../projects/resolve-target-project.ts";
 import type { ServiceContext } from "../context.ts";
 import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
 import { admitSpec, checkQuota } from "./admit-spec.ts";
-import { toDeployment } from "./deployment-view.ts";
+import { toDeployment, type WrittenDeployment } from "./deployment-view.ts";
 import { recordRevision } from "./record-revision.ts";
 
-export async function createDeployment({ ctx, input }: { ctx: ServiceContext; input: DeploymentCreate }): Promise<Deployment> {
+export async function createDeployment({ ctx, input }: { ctx: ServiceContext; input: DeploymentCreate }): Promise<WrittenDeployment> {
   const user = requireUser(ctx.principal, "editor");
   const projectId = await resolveTargetProject(ctx, user, input.projectId, "deployment");
-  const { spec, clusterId } = await admitSpec(ctx.db, { name: input.name, parsed: input.spec });
+  const { spec, clusterId, warnings } = await admitSpec(ctx.db, { name: input.name, parsed: input.spec });
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
     await checkQuota(tx, projectId, spec);
@@ -48,5 +48,5 @@ export async function createDeployment({ ctx, input }: { ctx: ServiceContext; in
   if (!row) {
     throw new Conflict(`A deployment named "${input.name}" already exists in this project; choose another name or PATCH it.`);
   }
-  return toDeployment(row);
+  return { deployment: toDeployment(row), warnings };
 }

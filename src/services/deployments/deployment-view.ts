@@ -20,3 +20,9 @@ export function toDeployment(row: DeploymentRow): Deployment {
 export function etagOf(resourceVersion: number): string {
   return `"${resourceVersion}"`;
 }
+
+/** A created or changed deployment and admission's warnings about its spec (docs/design.md §5.3). */
+export interface WrittenDeployment {
+  deployment: Deployment;
+  warnings: string[];
+}

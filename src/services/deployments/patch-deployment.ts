@@ -1,5 +1,6 @@
 // PATCH: an RFC 7396 merge patch on the stored, defaulted spec and on labels.
-import type { DeploymentPatch, Deployment } from "../../domain/deployment.ts";
+import type { DeploymentPatch } from "../../domain/deployment.ts";
+import type { WrittenDeployment } from "./deployment-view.ts";
 import { applyMergePatch } from "../../domain/merge-patch.ts";
 import type { ServiceContext } from "../context.ts";
 import type { DeploymentAddress } from "./find-deployment.ts";
@@ -11,7 +12,7 @@ export async function patchDeployment({
 }: {
   ctx: ServiceContext;
   input: { address: DeploymentAddress; ifMatch?: string; patch: DeploymentPatch };
-}): Promise<Deployment> {
+}): Promise<WrittenDeployment> {
   return writeDeployment(ctx, {
     address: input.address,
     ifMatch: input.ifMatch,

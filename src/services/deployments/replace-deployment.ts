@@ -1,5 +1,6 @@
 // PUT: replaces spec and labels whole; name and project, if sent, must be the current ones.
-import type { Deployment, DeploymentReplace } from "../../domain/deployment.ts";
+import type { DeploymentReplace } from "../../domain/deployment.ts";
+import type { WrittenDeployment } from "./deployment-view.ts";
 import { InvalidSpec } from "../../domain/errors.ts";
 import type { ServiceContext } from "../context.ts";
 import type { DeploymentAddress } from "./find-deployment.ts";
@@ -12,7 +13,7 @@ export async function replaceDeployment({
 }: {
   ctx: ServiceContext;
   input: { address: DeploymentAddress; ifMatch?: string; body: DeploymentReplace };
-}): Promise<Deployment> {
+}): Promise<WrittenDeployment> {
   const current = await findVisibleDeployment(ctx, input.address);
   const errors = [];
   if (input.body.name !== undefined && input.body.name !== current.name) {

@@ -2,7 +2,6 @@
 // spec and labels, admit them, check quota, and write — all in one transaction, so a
 // refused write changes nothing and a conditional write cannot race another.
 import { findDeploymentById, lockDeployment, updateDeployment, type DeploymentRow } from "../../../db/queries/deployments.ts";
-import type { Deployment } from "../../domain/deployment.ts";
 import { DeploymentLabels, zodIssuesToFieldErrors, type DeploymentSpec } from "../../domain/deployment-spec.ts";
 import { Conflict, Forbidden, InvalidRequest, NotFound } from "../../domain/errors.ts";
 import { isId } from "../../domain/ids.ts";
@@ -10,7 +9,7 @@ import { jsonEqual } from "../../domain/merge-patch.ts";
 import { requireUser } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
 import { admitSpec, checkQuota } from "./admit-spec.ts";
-import { toDeployment } from "./deployment-view.ts";
+import { toDeployment, type WrittenDeployment } from "./deployment-view.ts";
 import { checkIfMatch, findVisibleDeployment, type DeploymentAddress } from "./find-deployment.ts";
 import { countGpus } from "../../domain/admission.ts";
 import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
@@ -31,8 +30,9 @@ export interface DeploymentWrite {
   rollbackOf?: number;
 }
 
-export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrite): Promise<Deployment> {
+export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrite): Promise<WrittenDeployment> {
   const found = await findWritableDeployment(ctx, write.address);
+  let warnings: string[] = [];
   const row = await ctx.db.transaction(async (tx) => {
     const current = await lockDeployment(tx, found.id);
     if (!current) throw new NotFound(`No deployment "${write.address.idOrName}".`);
@@ -47,7 +47,9 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
     if (!labels.success) {
       throw new InvalidRequest("The labels are not valid.", zodIssuesToFieldErrors(labels.error.issues, "/labels"));
     }
-    const { spec } = await admitSpec(tx, { name: current.name, rawSpec, previous, assignedClusterId: current.clusterId });
+    const admitted = await admitSpec(tx, { name: current.name, rawSpec, previous, assignedClusterId: current.clusterId });
+    const spec = admitted.spec;
+    warnings = admitted.warnings;
     if (ctx.principal.kind === "agent") checkAutoscalerChange(previous, spec, current.labels, labels.data);
     const specChanged = !jsonEqual(spec, previous);
     const labelsChanged = !jsonEqual(labels.data, current.labels);
@@ -76,7 +78,7 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
     return updated;
   });
   if (!row) throw new NotFound(`No deployment "${write.address.idOrName}".`);
-  return toDeployment(row);
+  return { deployment: toDeployment(row), warnings };
 }
 
 /**
