@@ -34,7 +34,14 @@ function floorOf(support: FeatureSupport, title: string): string {
   return support.minimum !== "unknown" ? `${title} ${support.minimum} or later` : `a ${title} release after ${support.absentIn}`;
 }
 
-export function checkEngineCompatibility(spec: DeploymentSpec): EngineGateResult {
+/**
+ * `previous` is the stored spec on an update. A feature the stored spec already used with the same
+ * image is not refused again, only warned about (validation ratcheting, as Kubernetes does for
+ * stored objects, KEP-4008: https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/4008-crd-ratcheting):
+ * a deployment admitted before the table knew better must still take a replicas PATCH (the
+ * autoscaler's) or a resize; changing the image or adding the feature is checked in full.
+ */
+export function checkEngineCompatibility(spec: DeploymentSpec, previous?: DeploymentSpec): EngineGateResult {
   const engine = spec.engine.name;
   const title = ENGINE_TITLE[engine];
   const image = spec.engine.image;
@@ -45,13 +52,13 @@ export function checkEngineCompatibility(spec: DeploymentSpec): EngineGateResult
   const errors: FieldError[] = [];
   const warnings: string[] = [];
 
+  const stored = previous && previous.engine.name === engine && previous.engine.image === image ? featuresOfSpec(previous) : [];
   if (read.readable) {
     for (const support of used) {
       if (!isBelowMinimum(support, read.release)) continue;
-      errors.push({
-        pointer: IMAGE_POINTER,
-        message: `image ${image} is ${title} ${read.release.text}, but ${support.feature} (${support.flags.join(" ")}) needs ${floorOf(support, title)} (${support.source}); use an image of ${floorOf(support, title)}, or drop the ${support.feature} shape from the spec`,
-      });
+      const message = `image ${image} is ${title} ${read.release.text}, but ${support.feature} (${support.flags.join(" ")}) needs ${floorOf(support, title)} (${support.source}); use an image of ${floorOf(support, title)}, or drop the ${support.feature} shape from the spec`;
+      if (stored.includes(support.feature)) warnings.push(`${message} (kept: the stored spec already uses it with this image)`);
+      else errors.push({ pointer: IMAGE_POINTER, message });
     }
   } else {
     const gated = used.filter((support) => support.minimum !== "unknown" || support.absentIn !== undefined);

@@ -93,6 +93,19 @@ describe("checkEngineCompatibility", () => {
     expect(errors[0]!.message).toContain("; use an image of vLLM 0.9.0 or later, or drop the pd-nixl shape from the spec");
   });
 
+  it("ratchets: a feature the stored spec already used with the same image is warned about, not refused", () => {
+    const stored = specOf(aDeployment().elastic(2, 8), "vllm/vllm-openai:v0.11.0");
+    const { errors, warnings } = checkEngineCompatibility(stored, stored);
+    expect(errors).toEqual([]);
+    expect(warnings).toEqual([expect.stringContaining("(kept: the stored spec already uses it with this image)")]);
+  });
+
+  it("does not ratchet a changed image or a feature the stored spec did not use", () => {
+    const elastic = specOf(aDeployment().elastic(2, 8), "vllm/vllm-openai:v0.11.0");
+    expect(checkEngineCompatibility(elastic, specOf(aDeployment().elastic(2, 8), "vllm/vllm-openai:v0.29.0")).errors).toHaveLength(1);
+    expect(checkEngineCompatibility(elastic, specOf(aDeployment(), "vllm/vllm-openai:v0.11.0")).errors).toHaveLength(1);
+  });
+
   it("refuses elastic EP on a release known to lack --enable-elastic-ep", () => {
     const { errors } = checkEngineCompatibility(specOf(aDeployment().elastic(2, 8), "vllm/vllm-openai:v0.11.0"));
     expect(errors.map((e) => e.message)).toEqual([expect.stringContaining("elastic-ep (--enable-elastic-ep --enable-eplb --data-parallel-backend ray) needs a vLLM release after 0.16.0")]);

@@ -41,7 +41,7 @@ export async function admitSpec(
   const spec = applySpecDefaults("parsed" in input ? input.parsed : parseSpec(input.rawSpec));
   const cluster = await targetCluster(db, spec, input.assignedClusterId ?? null);
   const context: AdmissionContext = { previous: input.previous, cluster: cluster && capacityOf(cluster) };
-  const engine = checkEngineCompatibility(spec);
+  const engine = checkEngineCompatibility(spec, input.previous);
   const errors = [...admitDeploymentSpec(input.name, spec, context), ...engine.errors];
   if (errors.length > 0) {
     throw new InvalidSpec(`The deployment spec was not admitted (${errors.length} problem${errors.length > 1 ? "s" : ""}).`, errors);
