@@ -2,7 +2,8 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { serviceContext, type AppEnv } from "../../src/api/env.ts";
 import { BODY_PROBLEMS, bearerSecurity, jsonBody, problems } from "../../src/api/route-kit.ts";
-import { Deployment } from "../../src/domain/deployment.ts";
+import { DeploymentWritten } from "../../src/domain/deployment.ts";
+import { withWarnings } from "../../src/api/warnings.ts";
 import { RollbackRequest } from "../../src/domain/revisions.ts";
 import { etagOf } from "../../src/services/deployments/deployment-view.ts";
 import { rollbackDeployment } from "../../src/services/deployments/rollback-deployment.ts";
@@ -28,7 +29,7 @@ const route = createRoute({
     body: jsonBody(RollbackRequest, "The generation to restore"),
   },
   responses: {
-    200: { description: "The deployment after the rollback", headers: ETagHeader, content: { "application/json": { schema: Deployment } } },
+    200: { description: "The deployment after the rollback", headers: ETagHeader, content: { "application/json": { schema: DeploymentWritten } } },
     ...problems(...BODY_PROBLEMS, 404, 409, 412),
   },
 });
@@ -37,10 +38,10 @@ export function registerRollbackDeployment(app: OpenAPIHono<AppEnv>) {
   app.openapi(route, async (c) => {
     const { idOrName } = c.req.valid("param");
     const { projectId } = c.req.valid("query");
-    const deployment = await rollbackDeployment({
+    const { deployment, warnings } = await rollbackDeployment({
       ctx: serviceContext(c),
       input: { address: { idOrName, projectId }, generation: c.req.valid("json").generation, ifMatch: c.req.valid("header")["if-match"] },
     });
-    return c.json(deployment, 200, { ETag: etagOf(deployment.resourceVersion) });
+    return c.json(withWarnings(c, deployment, warnings), 200, { ETag: etagOf(deployment.resourceVersion) });
   });
 }

@@ -50,7 +50,7 @@ describe.each(DRIVERS)("revisions and rollback on %s", (driver) => {
         name,
         spec: {
           model: { name: "deepseek-ai/DeepSeek-V2-Lite" },
-          engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+          engine: { name: "vllm", image: "vllm/vllm-openai:v0.29.0" },
           roles: [{ name: "ep", resources: { gpus: 1 }, parallelism: { expert: true }, elastic: { width: 2, maxWidth: 8 } }],
         },
       },

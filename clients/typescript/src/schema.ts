@@ -5046,7 +5046,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Deployment"];
+                    "application/json": components["schemas"]["DeploymentWritten"];
                 };
             };
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */

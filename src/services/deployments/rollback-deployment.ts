@@ -4,12 +4,12 @@
 // writer owns stays as it is now (rollbackSpec, docs/decisions/0053). A target equal to the
 // current spec writes nothing and answers the deployment as is, so a retry is harmless.
 import { findRevision, retainedGenerations } from "../../../db/queries/revisions.ts";
-import type { Deployment } from "../../domain/deployment.ts";
 import type { DeploymentSpec } from "../../domain/deployment-spec.ts";
 import { NotFound } from "../../domain/errors.ts";
 import { requireUser } from "../../domain/principal.ts";
 import { describeRetained, rollbackSpec } from "../../domain/revisions.ts";
 import type { ServiceContext } from "../context.ts";
+import type { WrittenDeployment } from "./deployment-view.ts";
 import type { DeploymentAddress } from "./find-deployment.ts";
 import { writeDeployment } from "./write-deployment.ts";
 
@@ -19,7 +19,7 @@ export async function rollbackDeployment({
 }: {
   ctx: ServiceContext;
   input: { address: DeploymentAddress; generation: number; ifMatch?: string };
-}): Promise<Deployment> {
+}): Promise<WrittenDeployment> {
   requireUser(ctx.principal, "editor");
   let target: DeploymentSpec | undefined;
   return writeDeployment(ctx, {
