@@ -277,7 +277,10 @@ export function createAgent({
     const namespace = namespaceName(projectName);
     const routerKinds = deleting || deployment.spec.router !== undefined;
     const observed = observeFromCache(cache, namespace, deployment.id, routerKinds);
-    const actions = planDeployment({ render, deleting, observed });
+    const actions = planDeployment({ render, deleting, observed, ...(inventory && { inventory }) });
+    for (const a of actions) {
+      if (a.kind === "deletePod" && a.reason === "group") logger.info("instance group deleted", { deploymentId: deployment.id, pod: a.name, why: a.why });
+    }
     // Every write that lands is expected in the cache before the next plan of this deployment.
     const expect = (action: Action) => {
       state.expecting = {

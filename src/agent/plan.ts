@@ -20,7 +20,9 @@ import {
   type RouterObject,
   specHashOf,
 } from "../../k8s/render/index.ts";
+import type { Inventory } from "../domain/cluster.ts";
 import { memberOf, recordedWidth } from "./elastic.ts";
+import { planGroup } from "./instance-group.ts";
 import type { Observed } from "./observe.ts";
 
 /** An object the agent deletes through the generic client (router objects, the token Secret). */
@@ -39,7 +41,8 @@ export type Action =
   /** The token is drawn when the action runs (the plan stays pure); a 409 keeps the existing one. */
   | { kind: "createTokenSecret"; namespace: string; name: string; key: string; labels: Record<string, string> }
   | { kind: "createPod"; object: V1Pod }
-  | { kind: "deletePod"; namespace: string; name: string; uid: string; reason: "surplus" | "stale" | "deleting" }
+  /** `group`: a multi-host instance lost a member or cannot be placed whole (instance-group.ts). */
+  | { kind: "deletePod"; namespace: string; name: string; uid: string; reason: DeleteReason; why?: string }
   | { kind: "deleteService"; namespace: string; name: string; uid: string }
   | { kind: "deleteObject"; ref: ObjectRef };
 
@@ -51,7 +54,11 @@ export interface PlanInput {
   render: RenderInput;
   deleting: boolean;
   observed: Observed;
+  /** The last heartbeat's inventory: a multi-host instance is created only when it fits whole. */
+  inventory?: Inventory;
 }
+
+type DeleteReason = "surplus" | "stale" | "deleting" | "group";
 
 export const replicaOf = (object: { metadata?: { labels?: Record<string, string> } }) =>
   Number(object.metadata?.labels?.[LABELS.replica] ?? -1);
@@ -60,7 +67,7 @@ export const isTerminating = (pod: V1Pod) => pod.metadata?.deletionTimestamp != 
 export const isPodReady = (pod: V1Pod) =>
   !isTerminating(pod) && (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
 
-export function planDeployment({ render, deleting, observed }: PlanInput): Action[] {
+export function planDeployment({ render, deleting, observed, inventory }: PlanInput): Action[] {
   if (deleting) return planDeletion(observed);
   const { deployment } = render;
   const actions: Action[] = [];
@@ -106,8 +113,11 @@ export function planDeployment({ render, deleting, observed }: PlanInput): Actio
         ? elasticMembers(render, role.name, replica, present)
         : { pods: renderInstancePods(render, role.name, replica), orphans: [] };
       for (const pod of orphans) actions.push(deletePod(pod, ns, "surplus"));
+      const group = planGroup(render, role, replica, present, inventory);
+      for (const pod of group.delete) actions.push({ ...deletePod(pod, ns, "group"), why: group.why! });
+      if (group.hold) settling = true;
       for (const pod of wanted) {
-        if (!have.has(pod.metadata!.name)) {
+        if (!group.hold && !have.has(pod.metadata!.name)) {
           actions.push({ kind: "createPod", object: pod });
           settling = true;
         }
@@ -264,6 +274,6 @@ function planDeletion(observed: Observed): Action[] {
   return actions;
 }
 
-function deletePod(pod: V1Pod, namespace: string, reason: "surplus" | "stale" | "deleting"): Action {
+function deletePod(pod: V1Pod, namespace: string, reason: DeleteReason): Extract<Action, { kind: "deletePod" }> {
   return { kind: "deletePod", namespace: pod.metadata?.namespace ?? namespace, name: pod.metadata!.name!, uid: pod.metadata!.uid!, reason };
 }

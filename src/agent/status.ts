@@ -9,7 +9,6 @@
 import type { V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   GPU_TYPE_LABEL,
-  LABELS,
   resolveOptions,
   roleServiceName,
   type RenderInput,
@@ -21,6 +20,7 @@ import type { Condition, DeploymentStatus, RankCoverage, Role, RoleStatus, Scali
 import type { Inventory } from "../domain/cluster.ts";
 import type { ScalingCondition } from "../domain/scaling.ts";
 import { elasticInstances, memberOf, recordedWidth } from "./elastic.ts";
+import { judgeGroup, leaderServed, placementHold } from "./instance-group.ts";
 import type { Observed } from "./observe.ts";
 import type { ResizeView } from "./resize-executor.ts";
 import { rankCoverage, routerCoverageCondition, type RouterViews } from "./rank-coverage.ts";
@@ -190,6 +190,8 @@ export function computeStatus({ render, deleting, observed, applyError, previous
 
   const roles: RoleStatus[] = [];
   const problems: Problem[] = [];
+  /** The first member of a multi-host instance still starting (named instead of a bare "starting"). */
+  let memberStarting: Problem | undefined;
   let allReady = true;
   let allUpdated = true;
   for (const role of deployment.spec.roles) {
@@ -209,14 +211,29 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     let ready = 0;
     let updated = 0;
     let draining = 0;
+    const group = leaderServed(role);
     for (const [replica, pods] of instances) {
       const current = replica >= 0 && replica < desired;
       if (pods.some(isTerminating) || !current) {
         draining++;
         continue;
       }
-      if (pods.every(isPodReady)) ready++;
-      if (pods.every((p) => p.metadata?.labels?.[LABELS.specHash] === hash)) updated++;
+      // The instance as a unit (instance-group.ts): every expected member present, Ready, one revision.
+      const verdict = judgeGroup(render, role, replica, pods, hash);
+      if (verdict.ready) ready++;
+      if (verdict.updated) updated++;
+      if (group && verdict.problem) {
+        const { reason, message } = verdict.problem;
+        if (reason === "MemberNotReady") memberStarting ??= { reason, message };
+        else if (reason !== "MemberUnschedulable") problems.push({ reason, message });
+      }
+    }
+    // A multi-host instance that cannot be placed whole holds no GPUs: say so for the group, first.
+    if (group) {
+      for (let replica = desired - 1; replica >= 0; replica--) {
+        const hold = placementHold(render, role, replica, instances.get(replica) ?? [], inventory);
+        if (hold.hold && hold.message) problems.unshift({ reason: "InsufficientGPU", message: hold.message });
+      }
     }
     if (ready < desired) allReady = false;
     if (updated < desired) allUpdated = false;
@@ -265,7 +282,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
           ? { reason: router.reason, message: router.message }
           : allReady && routerCoverage && !covered
             ? { reason: routerCoverage.reason, message: routerCoverage.message }
-            : { reason: "WeightsLoading", message: "instances are starting" }));
+            : { reason: "WeightsLoading", message: memberStarting ? `instances are starting; ${memberStarting.message}` : "instances are starting" }));
   const counts = roles.map((r) => `${r.name} ${r.ready}/${r.desired} ready`).join(", ");
 
   const conditions: Condition[] = [
