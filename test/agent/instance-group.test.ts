@@ -1,53 +1,10 @@
 // Instance groups (pure): a multi-host instance judged, recreated and placed as one unit.
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { renderInstancePods, renderMemberPod, type RenderInput, specHashOf } from "../../k8s/render/index.ts";
+import { renderInstancePods, specHashOf } from "../../k8s/render/index.ts";
 import type { Inventory } from "../../src/domain/cluster.ts";
 import { groupFits, judgeGroup, memberFailure, placementHold, planGroup, servesHttp } from "../../src/agent/instance-group.ts";
-import { aggregated } from "./support.ts";
-
-/** TP16 over two 8-GPU pods (vLLM --nnodes 2), `replicas` instances. */
-export const tp16 = (replicas = 1, engine: "vllm" | "sglang" = "vllm"): RenderInput =>
-  aggregated(replicas, {
-    ...(engine === "sglang" && { engine: { name: "sglang", image: "lmsysorg/sglang:v0.5.4" } }),
-    roles: [{ name: "main", replicas, size: 2, resources: { gpus: 8, gpuType: "nvidia-h100-80gb" } }],
-  });
-
-export type MemberState = "ready" | "starting" | "pending" | "unschedulable" | "terminating" | "failed" | "crashloop" | "restarted" | "stale";
-
-/** Member `member` of instance `replica` as observed, bound to node `gpu-<member>` once scheduled. */
-export function memberPod(input: RenderInput, replica: number, member: number, state: MemberState = "ready"): V1Pod {
-  const pod = structuredClone(renderMemberPod(input, "main", replica, member));
-  pod.metadata!.uid = `uid-${replica}-${member}`;
-  pod.metadata!.namespace = "berth-team";
-  const running = { name: "engine", image: "x", imageID: "", ready: state === "ready", restartCount: 0, state: { running: { startedAt: new Date(0) } } };
-  pod.spec!.nodeName = `gpu-${member}`;
-  pod.status = {
-    phase: "Running",
-    podIP: `127.0.1.${10 * replica + member + 1}`,
-    conditions: [{ type: "Ready", status: state === "ready" || state === "stale" ? "True" : "False" }],
-    containerStatuses: [running],
-  };
-  if (state === "stale") pod.metadata!.labels!["berth.dev/spec-hash"] = "0000000000000000";
-  if (state === "terminating") pod.metadata!.deletionTimestamp = new Date("2026-01-01T00:00:00Z");
-  if (state === "pending" || state === "unschedulable") {
-    delete pod.spec!.nodeName;
-    pod.status = { phase: "Pending", conditions: [] };
-    if (state === "unschedulable") {
-      pod.status.conditions = [
-        { type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/2 nodes are available: 2 Insufficient nvidia.com/gpu." },
-      ];
-    }
-  }
-  if (state === "failed") pod.status.phase = "Failed";
-  if (state === "crashloop") pod.status.containerStatuses = [{ ...running, restartCount: 2, state: { waiting: { reason: "CrashLoopBackOff" } } }];
-  if (state === "restarted") pod.status.containerStatuses = [{ ...running, restartCount: 1, lastState: { terminated: { exitCode: 137 } } }];
-  return pod;
-}
-
-/** One instance's members in the given states (null: that member is missing). */
-export const groupPods = (input: RenderInput, replica: number, states: Array<MemberState | null>) =>
-  states.flatMap((state, member) => (state ? [memberPod(input, replica, member, state)] : []));
+import { aggregated, groupPods, type MemberState, memberPod, tp16 } from "./support.ts";
 
 const node = (name: string, gpuFree: number, gpuType = "nvidia-h100-80gb") => ({ name, gpuType, gpuCapacity: 8, gpuAllocatable: 8, gpuFree });
 
