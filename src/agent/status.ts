@@ -230,6 +230,10 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     }
     // A multi-host instance that cannot be placed whole holds no GPUs: say so for the group, first.
     if (group) {
+      for (let replica = 0; replica < desired && !memberStarting; replica++) {
+        // An instance with no pod yet (new, or recreated as a unit) is starting: its leader is named.
+        if (!instances.has(replica)) memberStarting = judgeGroup(render, role, replica, [], hash).problem;
+      }
       for (let replica = desired - 1; replica >= 0; replica--) {
         const hold = placementHold(render, role, replica, instances.get(replica) ?? [], inventory);
         if (hold.hold && hold.message) problems.unshift({ reason: "InsufficientGPU", message: hold.message });
