@@ -6,6 +6,9 @@
 // acknowledged the endpoint list that the observed pods give now. External DP roles report
 // `ranks` and, with the builtin router, Ready also needs RouterCoverage: every declared rank
 // confirmed serving by every Ready router pod (rank-coverage.ts).
+// An instance counts as a unit (instance-group.ts): ready only when every member the render expects
+// is present, Ready and of one revision; a multi-host one names its first missing or failed member,
+// and one that cannot be placed whole says InsufficientGPU for the group (needed and free GPUs).
 import type { V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   GPU_TYPE_LABEL,
