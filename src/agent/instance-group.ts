@@ -139,7 +139,13 @@ const nodeOf = (pod: V1Pod) => pod.spec?.nodeName;
  * ⌊free / gpus⌋ ≥ size, counting the GPUs the instance's own pods hold as free (deleting them frees
  * them). Undefined when unknown (no inventory yet).
  */
-export function groupFits(role: Role, inventory: Inventory | undefined, own: readonly V1Pod[] = []): { fits: boolean; needed: number; free: number } | undefined {
+export function groupFits(
+  role: Role,
+  inventory: Inventory | undefined,
+  own: readonly V1Pod[] = [],
+  /** Pod slots already promised to other pods of the role (created, not yet bound). */
+  reserved = 0,
+): { fits: boolean; needed: number; free: number } | undefined {
   if (!inventory) return undefined;
   const gpus = role.resources.gpus;
   const size = membersOf(role);
@@ -153,7 +159,7 @@ export function groupFits(role: Role, inventory: Inventory | undefined, own: rea
     free += available;
     slots += gpus > 0 ? Math.floor(available / gpus) : size;
   }
-  return { fits: gpus === 0 || slots >= size, needed: gpus * size, free };
+  return { fits: gpus === 0 || slots - reserved >= size, needed: gpus * size, free: Math.max(0, free - reserved * gpus) };
 }
 
 export interface PlacementHold {
@@ -173,10 +179,18 @@ export interface PlacementHold {
  * create followed by a delete needs the inventory to change in between: no flapping on one view.
  * Without an inventory nothing is held (the scheduler's own answer stands).
  */
-export function placementHold(render: RenderInput, role: Role, replica: number, pods: readonly V1Pod[], inventory: Inventory | undefined): PlacementHold {
+export function placementHold(
+  render: RenderInput,
+  role: Role,
+  replica: number,
+  pods: readonly V1Pod[],
+  inventory: Inventory | undefined,
+  /** Slots other instances of the role will take (pending pods, groups created this pass): a new group needs room beyond them. */
+  reserved = 0,
+): PlacementHold {
   if (!recreatesAsGroup(role) || role.resources.gpus === 0) return { delete: [], hold: false };
   const live = pods.filter((p) => !isTerminating(p));
-  const fit = groupFits(role, inventory, live);
+  const fit = groupFits(role, inventory, live, live.length === 0 ? reserved : 0);
   if (!fit || fit.fits) return { delete: [], hold: false };
   const group = `${render.deployment.name}-${role.name}-r${replica}`;
   const gpuType = role.resources.gpuType ? ` ${role.resources.gpuType}` : "";
@@ -192,6 +206,8 @@ export interface GroupPlan {
   why?: string;
   /** Create no missing member this pass. */
   hold: boolean;
+  /** Held because the group cannot be placed whole: the InsufficientGPU message. */
+  insufficient?: string;
 }
 
 /**
@@ -200,13 +216,41 @@ export interface GroupPlan {
  * while any member still terminates (a member created next to a dying peer would start a
  * collective the rest never joins, and be lost again when they arrive).
  */
-export function planGroup(render: RenderInput, role: Role, replica: number, pods: readonly V1Pod[], inventory: Inventory | undefined): GroupPlan {
+export function planGroup(render: RenderInput, role: Role, replica: number, pods: readonly V1Pod[], inventory: Inventory | undefined, reserved = 0): GroupPlan {
   if (!recreatesAsGroup(role)) return { delete: [], hold: false };
   const recreate = groupRecreate(render, role, replica, pods);
   if (recreate.pods.length > 0) return { delete: recreate.pods, why: recreate.why!, hold: true };
-  const placement = placementHold(render, role, replica, pods, inventory);
-  if (placement.delete.length > 0) return { delete: placement.delete, why: placement.message!, hold: true };
-  return { delete: [], hold: placement.hold || pods.some(isTerminating) };
+  const placement = placementHold(render, role, replica, pods, inventory, reserved);
+  if (placement.delete.length > 0) return { delete: placement.delete, why: placement.message!, hold: true, insufficient: placement.message! };
+  return { delete: [], hold: placement.hold || pods.some(isTerminating), ...(placement.hold && { insufficient: placement.message! }) };
+}
+
+const NOT_A_GROUP: GroupPlan = { delete: [], hold: false };
+
+/**
+ * Every current instance of a role, lowest replica first, sharing one view of the room: a group
+ * created this pass, and every member created but not yet bound to a node, takes its slots before
+ * the next instance is judged. Two groups of one deployment that each fit alone but not together
+ * are then never created together to race each other on the scheduler (both partly placed, both
+ * freed, both created again).
+ */
+export function planGroups(
+  render: RenderInput,
+  role: Role,
+  byReplica: ReadonlyMap<number, readonly V1Pod[]>,
+  desired: number,
+  inventory: Inventory | undefined,
+): (replica: number) => GroupPlan {
+  const plans = new Map<number, GroupPlan>();
+  if (!recreatesAsGroup(role)) return () => NOT_A_GROUP;
+  let reserved = [...byReplica.values()].flat().filter((p) => !isTerminating(p) && !nodeOf(p) && !unschedulableForGpus(p)).length;
+  for (let replica = 0; replica < desired; replica++) {
+    const pods = byReplica.get(replica) ?? [];
+    const plan = planGroup(render, role, replica, pods, inventory, reserved);
+    if (!plan.hold && pods.length === 0) reserved += membersOf(role);
+    plans.set(replica, plan);
+  }
+  return (replica) => plans.get(replica) ?? NOT_A_GROUP;
 }
 
 /**

@@ -22,7 +22,7 @@ import {
 } from "../../k8s/render/index.ts";
 import type { Inventory } from "../domain/cluster.ts";
 import { memberOf, recordedWidth } from "./elastic.ts";
-import { planGroup } from "./instance-group.ts";
+import { planGroups } from "./instance-group.ts";
 import type { Observed } from "./observe.ts";
 
 /** An object the agent deletes through the generic client (router objects, the token Secret). */
@@ -100,7 +100,8 @@ export function planDeployment({ render, deleting, observed, inventory }: PlanIn
       }
     }
 
-    // Missing instances (and missing members of existing ones).
+    // Missing instances (and missing members of existing ones); multi-host ones as groups (instance-group.ts).
+    const groupPlan = planGroups(render, role, byReplica, desired, inventory);
     let settling = false; // an instance of the role is being created, replaced or is not Ready
     for (let replica = 0; replica < desired; replica++) {
       const present = byReplica.get(replica) ?? [];
@@ -113,7 +114,7 @@ export function planDeployment({ render, deleting, observed, inventory }: PlanIn
         ? elasticMembers(render, role.name, replica, present)
         : { pods: renderInstancePods(render, role.name, replica), orphans: [] };
       for (const pod of orphans) actions.push(deletePod(pod, ns, "surplus"));
-      const group = planGroup(render, role, replica, present, inventory);
+      const group = groupPlan(replica);
       for (const pod of group.delete) actions.push({ ...deletePod(pod, ns, "group"), why: group.why! });
       if (group.hold) settling = true;
       for (const pod of wanted) {

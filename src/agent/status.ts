@@ -23,7 +23,7 @@ import type { Condition, DeploymentStatus, RankCoverage, Role, RoleStatus, Scali
 import type { Inventory } from "../domain/cluster.ts";
 import type { ScalingCondition } from "../domain/scaling.ts";
 import { elasticInstances, memberOf, recordedWidth } from "./elastic.ts";
-import { judgeGroup, leaderServed, placementHold } from "./instance-group.ts";
+import { judgeGroup, leaderServed, planGroups } from "./instance-group.ts";
 import type { Observed } from "./observe.ts";
 import type { ResizeView } from "./resize-executor.ts";
 import { rankCoverage, routerCoverageCondition, type RouterViews } from "./rank-coverage.ts";
@@ -237,9 +237,10 @@ export function computeStatus({ render, deleting, observed, applyError, previous
         // An instance with no pod yet (new, or recreated as a unit) is starting: its leader is named.
         if (!instances.has(replica)) memberStarting = judgeGroup(render, role, replica, [], hash).problem;
       }
+      const groupPlan = planGroups(render, role, instances, desired, inventory);
       for (let replica = desired - 1; replica >= 0; replica--) {
-        const hold = placementHold(render, role, replica, instances.get(replica) ?? [], inventory);
-        if (hold.hold && hold.message) problems.unshift({ reason: "InsufficientGPU", message: hold.message });
+        const { insufficient } = groupPlan(replica);
+        if (insufficient) problems.unshift({ reason: "InsufficientGPU", message: insufficient });
       }
     }
     if (ready < desired) allReady = false;

@@ -258,4 +258,11 @@ describe("planDeployment of multi-host instances (size 2: TP16 over two 8-GPU po
   ])("%s", (_name, r1, nodes, expected) => {
     expect(plan(["ready", "ready"], r1, { nodes })).toEqual(expected);
   });
+
+  it.each<[string, Array<MemberState | null>, Array<MemberState | null>, string[]]>([
+    ["room for one group of two: only r0 is created, r1 waits (they never race for the same GPUs)", [null, null], [null, null], ["create chat-main-r0-m0", "create chat-main-r0-m1"]],
+    ["r0's members created but not yet bound take their room first", ["pending", "pending"], [null, null], []],
+  ])("%s", (_name, r0, r1, expected) => {
+    expect(plan(r0, r1, { nodes: [h100("gpu-a", 8), h100("gpu-b", 8), h100("gpu-c", 0), h100("gpu-d", 0)] })).toEqual(expected);
+  });
 });

@@ -252,4 +252,13 @@ describe("computeStatus of multi-host instances (size 2: TP16 over two 8-GPU pod
       expect(conditionOf(s, "Ready")).toMatchObject({ reason: "InsufficientGPU" });
     }
   });
+
+  it("of two groups with room for one, the second is the one held, as the plan holds it", () => {
+    const two = tp16(2);
+    const inventory = { nodes: ["a", "b"].map((n) => ({ name: n, gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 8 })) };
+    const s = computeStatus({ render: two, deleting: false, observed: { ...observed(two, []), pods: groupPods(two, 0, ["pending", "pending"]) }, now: NOW, inventory });
+    expect(conditionOf(s, "Scheduled")!.message).toBe(
+      "chat-main-r1 needs 16 nvidia-h100-80gb GPUs (2 × 8) placed together; 0 free: the group holds no GPUs until they are",
+    );
+  });
 });
