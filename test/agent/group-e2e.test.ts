@@ -4,7 +4,8 @@
 // --headless) is Ready only with both members Ready; its follower's process killed, or its pod
 // deleted, makes it not ready and withdraws the leader from the router within seconds, then the
 // group is recreated whole and Ready again; 1 → 2 → 1 under streaming load through the router
-// fails no request and the retirement (reading only the serving leader) Succeeds.
+// fails no request and the retirement (reading only the serving leader) Succeeds; a group without
+// room for all its members holds no GPUs, says InsufficientGPU, and starts whole once room appears.
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kube } from "../../src/agent/kube.ts";
@@ -123,6 +124,8 @@ describe("multi-host instances as groups, on the simulated cluster", () => {
     expect(new Set(pods.map((p) => p.spec!.nodeName)).size).toBe(2);
     expect(pods[1]!.spec!.containers[0]!.args).toEqual(expect.arrayContaining(["--headless", "--nnodes", "2", "--node-rank", "1"]));
     expect(await routerEndpoints(id, "tp")).toEqual([["tp-main-r0-m0 eligible"]]);
+    // The follower is Ready (it has no probe, as rendered) yet answers no HTTP: vLLM --headless.
+    await expect(fetch(`http://${pods[1]!.status!.podIP}:8000/v1/models`, { signal: AbortSignal.timeout(10_000) })).rejects.toThrow();
 
     // The follower's process dies (the kubelet restarts the container: the collective is gone).
     const pid = Number(pods[1]!.status!.containerStatuses![0]!.containerID!.replace("berth-sim://", ""));
@@ -176,6 +179,39 @@ describe("multi-host instances as groups, on the simulated cluster", () => {
     expect(results.ok).toBeGreaterThan(8);
     const after = await world.readyDeployment(id, { timeoutMs: 60_000, check: (d) => d.status.roles[0].desired === 1 });
     expect(after.status.roles).toEqual([{ name: "main", kind: "server", desired: 1, ready: 1, updated: 1, draining: 0 }]);
+    await call("DELETE", `/v1/deployments/${id}`);
+    await eventually("scale's pods gone", async () => (await podsOf(id)).length === 0, 60_000);
+  }, 420_000);
+
+  it("all or nothing: a group without room for all its members holds no GPUs and says InsufficientGPU, then starts whole once room appears", async () => {
+    const holder = await world.create("holder", spec(1));
+    await world.readyDeployment(holder, { timeoutMs: 120_000 });
+    // 16 of 32 GPUs left: room for one more group of two, not two.
+    const id = await world.create("pair", spec(2));
+    const held = await eventually(
+      "pair r1 held with InsufficientGPU",
+      async () => {
+        const status = await statusOf(id);
+        const scheduled = conditionOf(status, "Scheduled");
+        return scheduled?.reason === "InsufficientGPU" && status.roles?.[0]?.ready === 1 ? status : undefined;
+      },
+      120_000,
+    );
+    expect(conditionOf(held, "Scheduled")!.message).toBe(
+      `pair-main-r1 needs 16 ${H100} GPUs (2 × 8) placed together; 0 free: the group holds no GPUs until they are`,
+    );
+    expect(conditionOf(held, "Ready")).toMatchObject({ status: "False", reason: "InsufficientGPU" });
+    // Held, not half-placed: r1 has no pod at all, r0 serves.
+    expect(await podsOf(id, 1)).toEqual([]);
+    expect((await podsOf(id, 0)).every(isReady)).toBe(true);
+
+    await call("DELETE", `/v1/deployments/${holder}`);
+    const ready = await world.readyDeployment(id, { timeoutMs: 150_000, check: (d) => d.status.roles[0].ready === 2, what: "pair Ready at 2 once holder's GPUs are free" });
+    expect(conditionOf(ready.status, "Scheduled")).toMatchObject({ status: "True" });
+    expect((await podsOf(id, 1)).map((p) => [p.metadata!.name, isReady(p)])).toEqual([
+      ["pair-main-r1-m0", true],
+      ["pair-main-r1-m1", true],
+    ]);
     await call("DELETE", `/v1/deployments/${id}`);
   }, 420_000);
 });
