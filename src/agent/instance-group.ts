@@ -208,6 +208,8 @@ export interface GroupPlan {
   hold: boolean;
   /** Held because the group cannot be placed whole: the InsufficientGPU message. */
   insufficient?: string;
+  /** The deletes free the GPUs of a group that cannot be placed (the agent pauses its next try). */
+  released?: true;
 }
 
 /**
@@ -221,7 +223,7 @@ export function planGroup(render: RenderInput, role: Role, replica: number, pods
   const recreate = groupRecreate(render, role, replica, pods);
   if (recreate.pods.length > 0) return { delete: recreate.pods, why: recreate.why!, hold: true };
   const placement = placementHold(render, role, replica, pods, inventory, reserved);
-  if (placement.delete.length > 0) return { delete: placement.delete, why: placement.message!, hold: true, insufficient: placement.message! };
+  if (placement.delete.length > 0) return { delete: placement.delete, why: placement.message!, hold: true, insufficient: placement.message!, released: true };
   return { delete: [], hold: placement.hold || pods.some(isTerminating), ...(placement.hold && { insufficient: placement.message! }) };
 }
 
@@ -240,12 +242,21 @@ export function planGroups(
   byReplica: ReadonlyMap<number, readonly V1Pod[]>,
   desired: number,
   inventory: Inventory | undefined,
+  pauses: PlacementPauses = new Map(),
+  now = 0,
 ): (replica: number) => GroupPlan {
   const plans = new Map<number, GroupPlan>();
   if (!recreatesAsGroup(role)) return () => NOT_A_GROUP;
   let reserved = [...byReplica.values()].flat().filter((p) => !isTerminating(p) && !nodeOf(p) && !unschedulableForGpus(p)).length;
   for (let replica = 0; replica < desired; replica++) {
     const pods = byReplica.get(replica) ?? [];
+    const pause = pauses.get(pauseKey(role.name, replica));
+    if (pause && pause.until > now && pods.length === 0) {
+      const group = `${render.deployment.name}-${role.name}-r${replica}`;
+      const message = `${group} was freed ${pause.releases}× for lack of GPUs to place it whole; it is tried again at ${new Date(pause.until).toISOString()}`;
+      plans.set(replica, { delete: [], hold: true, insufficient: message });
+      continue;
+    }
     const plan = planGroup(render, role, replica, pods, inventory, reserved);
     if (!plan.hold && pods.length === 0) reserved += membersOf(role);
     plans.set(replica, plan);
@@ -259,3 +270,46 @@ export function planGroups(
  * serve nothing, so they hold no request of their own (docs/design.md §7.6).
  */
 export const servesHttp = (pod: V1Pod) => pod.metadata?.labels?.[LABELS.serving] === "true";
+
+/**
+ * Groups freed for lack of GPUs, by `role/replica`: how many times, and until when the next
+ * creation waits (30 s doubling per release, at most 10 min). On one view of the inventory the
+ * plan cannot free a group it just created (placementHold), but two deployments' groups that are
+ * created together and interleave on the scheduler can each be half-placed, freed, and created
+ * again: the pause bounds how often that can repeat, like CrashLoopBackOff. Kept by the agent in
+ * memory (a restart only starts the schedule again), cleared once the group is whole and ready.
+ */
+export type PlacementPauses = ReadonlyMap<string, { releases: number; until: number }>;
+export const PLACEMENT_PAUSE = { baseMs: 30_000, capMs: 600_000 } as const;
+export const pauseKey = (role: string, replica: number) => `${role}/${replica}`;
+
+/** The pauses after a pass: a release starts (or lengthens) one; a group observed whole and ready ends it. */
+export function nextPauses(
+  pauses: PlacementPauses,
+  released: ReadonlyArray<{ role: string; replica: number }>,
+  readyGroups: ReadonlySet<string>,
+  now: number,
+): Map<string, { releases: number; until: number }> {
+  const next = new Map([...pauses].filter(([key]) => !readyGroups.has(key)));
+  for (const key of new Set(released.map(({ role, replica }) => pauseKey(role, replica)))) {
+    const releases = (next.get(key)?.releases ?? 0) + 1;
+    next.set(key, { releases, until: now + Math.min(PLACEMENT_PAUSE.capMs, PLACEMENT_PAUSE.baseMs * 2 ** (releases - 1)) });
+  }
+  return next;
+}
+
+/** `role/replica` of every multi-host group observed whole and ready. */
+export function readyGroups(render: RenderInput, pods: readonly V1Pod[]): Set<string> {
+  const ready = new Set<string>();
+  for (const role of render.deployment.spec.roles.filter(recreatesAsGroup)) {
+    const byReplica = new Map<number, V1Pod[]>();
+    for (const pod of pods.filter((p) => p.metadata?.labels?.[LABELS.role] === role.name)) {
+      const replica = Number(pod.metadata?.labels?.[LABELS.replica] ?? -1);
+      byReplica.set(replica, [...(byReplica.get(replica) ?? []), pod]);
+    }
+    for (const [replica, members] of byReplica) {
+      if (judgeGroup(render, role, replica, members, "").ready) ready.add(pauseKey(role.name, replica));
+    }
+  }
+  return ready;
+}

@@ -22,7 +22,7 @@ import {
 } from "../../k8s/render/index.ts";
 import type { Inventory } from "../domain/cluster.ts";
 import { memberOf, recordedWidth } from "./elastic.ts";
-import { planGroups } from "./instance-group.ts";
+import { type PlacementPauses, planGroups } from "./instance-group.ts";
 import type { Observed } from "./observe.ts";
 
 /** An object the agent deletes through the generic client (router objects, the token Secret). */
@@ -42,7 +42,7 @@ export type Action =
   | { kind: "createTokenSecret"; namespace: string; name: string; key: string; labels: Record<string, string> }
   | { kind: "createPod"; object: V1Pod }
   /** `group`: a multi-host instance lost a member or cannot be placed whole (instance-group.ts). */
-  | { kind: "deletePod"; namespace: string; name: string; uid: string; reason: DeleteReason; why?: string }
+  | { kind: "deletePod"; namespace: string; name: string; uid: string; reason: DeleteReason; why?: string; release?: { role: string; replica: number } }
   | { kind: "deleteService"; namespace: string; name: string; uid: string }
   | { kind: "deleteObject"; ref: ObjectRef };
 
@@ -56,6 +56,9 @@ export interface PlanInput {
   observed: Observed;
   /** The last heartbeat's inventory: a multi-host instance is created only when it fits whole. */
   inventory?: Inventory;
+  /** Groups freed for lack of GPUs and when each may be created again (instance-group.ts), at `now` (epoch ms). */
+  placementPauses?: PlacementPauses;
+  now?: number;
 }
 
 type DeleteReason = "surplus" | "stale" | "deleting" | "group";
@@ -67,7 +70,7 @@ export const isTerminating = (pod: V1Pod) => pod.metadata?.deletionTimestamp != 
 export const isPodReady = (pod: V1Pod) =>
   !isTerminating(pod) && (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
 
-export function planDeployment({ render, deleting, observed, inventory }: PlanInput): Action[] {
+export function planDeployment({ render, deleting, observed, inventory, placementPauses, now }: PlanInput): Action[] {
   if (deleting) return planDeletion(observed);
   const { deployment } = render;
   const actions: Action[] = [];
@@ -101,7 +104,7 @@ export function planDeployment({ render, deleting, observed, inventory }: PlanIn
     }
 
     // Missing instances (and missing members of existing ones); multi-host ones as groups (instance-group.ts).
-    const groupPlan = planGroups(render, role, byReplica, desired, inventory);
+    const groupPlan = planGroups(render, role, byReplica, desired, inventory, placementPauses, now);
     let settling = false; // an instance of the role is being created, replaced or is not Ready
     for (let replica = 0; replica < desired; replica++) {
       const present = byReplica.get(replica) ?? [];
@@ -115,7 +118,8 @@ export function planDeployment({ render, deleting, observed, inventory }: PlanIn
         : { pods: renderInstancePods(render, role.name, replica), orphans: [] };
       for (const pod of orphans) actions.push(deletePod(pod, ns, "surplus"));
       const group = groupPlan(replica);
-      for (const pod of group.delete) actions.push({ ...deletePod(pod, ns, "group"), why: group.why! });
+      const release = group.released && { release: { role: role.name, replica } };
+      for (const pod of group.delete) actions.push({ ...deletePod(pod, ns, "group"), why: group.why!, ...release });
       if (group.hold) settling = true;
       for (const pod of wanted) {
         if (!group.hold && !have.has(pod.metadata!.name)) {

@@ -23,7 +23,7 @@ import type { Condition, DeploymentStatus, RankCoverage, Role, RoleStatus, Scali
 import type { Inventory } from "../domain/cluster.ts";
 import type { ScalingCondition } from "../domain/scaling.ts";
 import { elasticInstances, memberOf, recordedWidth } from "./elastic.ts";
-import { judgeGroup, leaderServed, planGroups } from "./instance-group.ts";
+import { judgeGroup, leaderServed, type PlacementPauses, planGroups } from "./instance-group.ts";
 import type { Observed } from "./observe.ts";
 import type { ResizeView } from "./resize-executor.ts";
 import { rankCoverage, routerCoverageCondition, type RouterViews } from "./rank-coverage.ts";
@@ -58,6 +58,8 @@ export interface StatusInput {
   routerViews?: RouterViews;
   /** The deployment's elastic resize (resize-executor.ts): the Resizing condition. */
   resize?: ResizeView;
+  /** Multi-host groups freed for lack of GPUs, waiting to be tried again (instance-group.ts). */
+  placementPauses?: PlacementPauses;
 }
 
 type Problem = { reason: string; message: string };
@@ -173,7 +175,7 @@ function resizingCondition(render: RenderInput, resize: ResizeView | undefined, 
     : { status: "False", reason: "ResizePending", message: `${role.name} should run ${role.elastic!.width} ranks; instances run ${widths.join(", ")}` };
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews, resize }: StatusInput): DeploymentStatus {
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews, resize, placementPauses }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -237,7 +239,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
         // An instance with no pod yet (new, or recreated as a unit) is starting: its leader is named.
         if (!instances.has(replica)) memberStarting = judgeGroup(render, role, replica, [], hash).problem;
       }
-      const groupPlan = planGroups(render, role, instances, desired, inventory);
+      const groupPlan = planGroups(render, role, instances, desired, inventory, placementPauses, now.getTime());
       for (let replica = desired - 1; replica >= 0; replica--) {
         const { insufficient } = groupPlan(replica);
         if (insufficient) problems.unshift({ reason: "InsufficientGPU", message: insufficient });

@@ -3,7 +3,17 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { renderInstancePods, specHashOf } from "../../k8s/render/index.ts";
 import type { Inventory } from "../../src/domain/cluster.ts";
-import { groupFits, judgeGroup, memberFailure, placementHold, planGroup, servesHttp } from "../../src/agent/instance-group.ts";
+import {
+  groupFits,
+  judgeGroup,
+  memberFailure,
+  nextPauses,
+  placementHold,
+  planGroup,
+  planGroups,
+  readyGroups,
+  servesHttp,
+} from "../../src/agent/instance-group.ts";
 import { aggregated, groupPods, type MemberState, memberPod, tp16 } from "./support.ts";
 
 const node = (name: string, gpuFree: number, gpuType = "nvidia-h100-80gb") => ({ name, gpuType, gpuCapacity: 8, gpuAllocatable: 8, gpuFree });
@@ -133,5 +143,38 @@ describe("all-or-nothing placement", () => {
       const deletes = placementHold(input, role, 0, groupPods(input, 0, ["starting", "unschedulable"]), { nodes: [node("gpu-0", 0), node("gpu-1", free)] }).delete.length > 0;
       expect(creates && deletes, `gpu-1 has ${free} free`).toBe(false);
     }
+  });
+});
+
+describe("placement pauses: a freed group is not created again at once", () => {
+  const input = tp16(2);
+  const role = input.deployment.spec.roles[0]!;
+  const T = Date.parse("2026-01-01T00:00:00Z");
+  const roomy = { nodes: [node("a", 8), node("b", 8), node("c", 8), node("d", 8)] };
+  it("each release doubles the pause (30 s, 60 s, … at most 10 min); a group seen whole and ready ends it", () => {
+    let pauses = nextPauses(new Map(), [{ role: "main", replica: 1 }, { role: "main", replica: 1 }], new Set(), T);
+    expect(pauses.get("main/1")).toEqual({ releases: 1, until: T + 30_000 });
+    pauses = nextPauses(pauses, [{ role: "main", replica: 1 }], new Set(), T);
+    expect(pauses.get("main/1")).toEqual({ releases: 2, until: T + 60_000 });
+    for (let i = 0; i < 8; i++) pauses = nextPauses(pauses, [{ role: "main", replica: 1 }], new Set(), T);
+    expect(pauses.get("main/1")!.until).toBe(T + 600_000);
+    expect(nextPauses(pauses, [], new Set(["main/1"]), T).size).toBe(0);
+  });
+
+  it("while paused, a group with no pod is held even with room, and says until when; after the pause it is created", () => {
+    const pauses = new Map([["main/1", { releases: 2, until: T + 60_000 }]]);
+    const byReplica = new Map([[0, groupPods(input, 0, ["ready", "ready"])]]);
+    const during = planGroups(input, role, byReplica, 2, roomy, pauses, T + 1_000)(1);
+    expect(during).toEqual({
+      delete: [],
+      hold: true,
+      insufficient: "chat-main-r1 was freed 2× for lack of GPUs to place it whole; it is tried again at 2026-01-01T00:01:00.000Z",
+    });
+    expect(planGroups(input, role, byReplica, 2, roomy, pauses, T + 60_000)(1)).toEqual({ delete: [], hold: false });
+  });
+
+  it("readyGroups names the groups observed whole and ready", () => {
+    const pods = [...groupPods(input, 0, ["ready", "ready"]), ...groupPods(input, 1, ["ready", null])];
+    expect([...readyGroups(input, pods)]).toEqual(["main/0"]);
   });
 });

@@ -259,6 +259,19 @@ describe("planDeployment of multi-host instances (size 2: TP16 over two 8-GPU po
     expect(plan(["ready", "ready"], r1, { nodes })).toEqual(expected);
   });
 
+  it("the deletes that free a group carry it, so the agent pauses its next try (counted once per pass)", () => {
+    const actions = planDeployment({
+      render: input,
+      deleting: false,
+      observed: { ...observed(input, []), pods: [...groupPods(input, 0, ["ready", "ready"]), ...groupPods(input, 1, ["starting", "unschedulable"])] },
+      inventory: { nodes: [h100("gpu-0", 0), h100("gpu-1", 0)] },
+    });
+    expect(actions.filter((a) => a.kind === "deletePod").map((a) => a.kind === "deletePod" && a.release)).toEqual([
+      { role: "main", replica: 1 },
+      { role: "main", replica: 1 },
+    ]);
+  });
+
   it.each<[string, Array<MemberState | null>, Array<MemberState | null>, string[]]>([
     ["room for one group of two: only r0 is created, r1 waits (they never race for the same GPUs)", [null, null], [null, null], ["create chat-main-r0-m0", "create chat-main-r0-m1"]],
     ["r0's members created but not yet bound take their room first", ["pending", "pending"], [null, null], []],
