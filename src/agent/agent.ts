@@ -164,6 +164,8 @@ export function createAgent({
   const sleep = (ms: number) => sleepUnlessAborted(ms, abort.signal);
 
   let inventory: Inventory | undefined;
+  /** When the inventory's pod list was asked for: pods bound since are not counted in it. */
+  let inventoryAt: number | undefined;
   const autoscaler = createAutoscaler({
     api,
     item: (key) => desired.get(key),
@@ -282,7 +284,7 @@ export function createAgent({
     const observed = observeFromCache(cache, namespace, deployment.id, routerKinds);
     const now = clock.now().getTime();
     const pauses = state.placementPauses;
-    const actions = planDeployment({ render, deleting, observed, ...(inventory && { inventory }), ...(pauses && { placementPauses: pauses, now }) });
+    const actions = planDeployment({ render, deleting, observed, ...(inventory && { inventory }), ...(inventoryAt !== undefined && { inventoryAt }), ...(pauses && { placementPauses: pauses, now }) });
     const released = actions.flatMap((a) => (a.kind === "deletePod" && a.release ? [a.release] : []));
     if (released.length > 0 || pauses?.size) state.placementPauses = nextPauses(pauses ?? new Map(), released, readyGroups(render, observed.pods), now);
     for (const a of actions) {
@@ -346,6 +348,7 @@ export function createAgent({
       retirement: retirementExecutor.view(deployment.id),
       resize: resizeExecutor.view(deployment.id),
       ...(inventory && { inventory }),
+      ...(inventoryAt !== undefined && { inventoryAt }),
       ...(state.placementPauses?.size && { placementPauses: state.placementPauses }),
       ...(drainingPods && { drainingPods }),
       ...(scaling && { scaling }),
@@ -438,8 +441,10 @@ export function createAgent({
 
   async function heartbeat(): Promise<void> {
     try {
+      const at = clock.now().getTime();
       const [nodes, pods] = await Promise.all([kube.core.listNode(), kube.core.listPodForAllNamespaces({})]);
       inventory = computeInventory(nodes.items, pods.items);
+      inventoryAt = at;
       await api.heartbeat({ agentVersion: config.agentVersion, inventory }, abort.signal);
     } catch (error) {
       if (!stopped) logger.warn("heartbeat failed", { error: (error as Error).message });

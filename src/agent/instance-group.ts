@@ -229,10 +229,17 @@ export function planGroup(render: RenderInput, role: Role, replica: number, pods
 
 const NOT_A_GROUP: GroupPlan = { delete: [], hold: false };
 
+/** When the scheduler bound the pod (PodScheduled True; second precision), or +∞ when unknown (counted as unseen). */
+function boundAt(pod: V1Pod): number {
+  const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "True");
+  const at = scheduled?.lastTransitionTime ? new Date(scheduled.lastTransitionTime).getTime() : Number.NaN;
+  return Number.isFinite(at) ? at : Number.POSITIVE_INFINITY;
+}
+
 /**
  * Every current instance of a role, lowest replica first, sharing one view of the room: a group
- * created this pass, and every member created but not yet bound to a node, takes its slots before
- * the next instance is judged. Two groups of one deployment that each fit alone but not together
+ * created this pass, and every member the inventory does not count yet (not bound to a node, or
+ * bound after the inventory's pod list was read), takes its slots before the next instance is judged. Two groups of one deployment that each fit alone but not together
  * are then never created together to race each other on the scheduler (both partly placed, both
  * freed, both created again).
  */
@@ -244,10 +251,13 @@ export function planGroups(
   inventory: Inventory | undefined,
   pauses: PlacementPauses = new Map(),
   now = 0,
+  /** When the inventory's pod list was read (epoch ms): pods bound since are not in it yet. */
+  inventoryAt?: number,
 ): (replica: number) => GroupPlan {
   const plans = new Map<number, GroupPlan>();
   if (!recreatesAsGroup(role)) return () => NOT_A_GROUP;
-  let reserved = [...byReplica.values()].flat().filter((p) => !isTerminating(p) && !nodeOf(p) && !unschedulableForGpus(p)).length;
+  const unseen = (p: V1Pod) => !nodeOf(p) || (inventoryAt !== undefined && boundAt(p) >= Math.floor(inventoryAt / 1000) * 1000);
+  let reserved = [...byReplica.values()].flat().filter((p) => !isTerminating(p) && !unschedulableForGpus(p) && unseen(p)).length;
   for (let replica = 0; replica < desired; replica++) {
     const pods = byReplica.get(replica) ?? [];
     const pause = pauses.get(pauseKey(role.name, replica));

@@ -59,6 +59,8 @@ export interface PlanInput {
   /** Groups freed for lack of GPUs and when each may be created again (instance-group.ts), at `now` (epoch ms). */
   placementPauses?: PlacementPauses;
   now?: number;
+  /** When the inventory's pod list was read (epoch ms). */
+  inventoryAt?: number;
 }
 
 type DeleteReason = "surplus" | "stale" | "deleting" | "group";
@@ -70,7 +72,7 @@ export const isTerminating = (pod: V1Pod) => pod.metadata?.deletionTimestamp != 
 export const isPodReady = (pod: V1Pod) =>
   !isTerminating(pod) && (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
 
-export function planDeployment({ render, deleting, observed, inventory, placementPauses, now }: PlanInput): Action[] {
+export function planDeployment({ render, deleting, observed, inventory, inventoryAt, placementPauses, now }: PlanInput): Action[] {
   if (deleting) return planDeletion(observed);
   const { deployment } = render;
   const actions: Action[] = [];
@@ -104,7 +106,7 @@ export function planDeployment({ render, deleting, observed, inventory, placemen
     }
 
     // Missing instances (and missing members of existing ones); multi-host ones as groups (instance-group.ts).
-    const groupPlan = planGroups(render, role, byReplica, desired, inventory, placementPauses, now);
+    const groupPlan = planGroups(render, role, byReplica, desired, inventory, placementPauses, now, inventoryAt);
     let settling = false; // an instance of the role is being created, replaced or is not Ready
     for (let replica = 0; replica < desired; replica++) {
       const present = byReplica.get(replica) ?? [];

@@ -60,6 +60,8 @@ export interface StatusInput {
   resize?: ResizeView;
   /** Multi-host groups freed for lack of GPUs, waiting to be tried again (instance-group.ts). */
   placementPauses?: PlacementPauses;
+  /** When the inventory's pod list was read (epoch ms). */
+  inventoryAt?: number;
 }
 
 type Problem = { reason: string; message: string };
@@ -175,7 +177,7 @@ function resizingCondition(render: RenderInput, resize: ResizeView | undefined, 
     : { status: "False", reason: "ResizePending", message: `${role.name} should run ${role.elastic!.width} ranks; instances run ${widths.join(", ")}` };
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews, resize, placementPauses }: StatusInput): DeploymentStatus {
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews, resize, placementPauses, inventoryAt }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -239,7 +241,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
         // An instance with no pod yet (new, or recreated as a unit) is starting: its leader is named.
         if (!instances.has(replica)) memberStarting = judgeGroup(render, role, replica, [], hash).problem;
       }
-      const groupPlan = planGroups(render, role, instances, desired, inventory, placementPauses, now.getTime());
+      const groupPlan = planGroups(render, role, instances, desired, inventory, placementPauses, now.getTime(), inventoryAt);
       for (let replica = desired - 1; replica >= 0; replica--) {
         const { insufficient } = groupPlan(replica);
         if (insufficient) problems.unshift({ reason: "InsufficientGPU", message: insufficient });

@@ -7,7 +7,7 @@
 // fails no request and the retirement (reading only the serving leader) Succeeds; a group without
 // room for all its members holds no GPUs, says InsufficientGPU, and starts whole once room appears.
 import type { V1Pod } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Kube } from "../../src/agent/kube.ts";
 import { adminCaller, type AgentWorld, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
 
@@ -111,8 +111,22 @@ describe("multi-host instances as groups, on the simulated cluster", () => {
     await world?.stop();
   }, 30_000);
 
+  /** Deployments a test created: removed after it (pass or fail), so the next one finds every GPU free. */
+  const created: string[] = [];
+  const create = async (name: string, replicas: number) => {
+    const id = await world.create(name, spec(replicas));
+    created.push(id);
+    return id;
+  };
+  afterEach(async () => {
+    for (const id of created.splice(0)) {
+      await call("DELETE", `/v1/deployments/${id}`);
+      await eventually(`${id}'s pods gone`, async () => (await podsOf(id)).length === 0, 90_000);
+    }
+  }, 200_000);
+
   it("TP16 over two pods: Ready only with both members Ready, the follower headless; a lost follower withdraws the leader and the group is recreated whole", async () => {
-    const id = await world.create("tp", spec(1));
+    const id = await create("tp", 1);
     const ready = await world.readyDeployment(id, { timeoutMs: 120_000 });
     expect(ready.status.roles).toEqual([{ name: "main", kind: "server", desired: 1, ready: 1, updated: 1, draining: 0 }]);
     const pods = await podsOf(id, 0);
@@ -140,12 +154,10 @@ describe("multi-host instances as groups, on the simulated cluster", () => {
       await kube.core.deleteNamespacedPod({ name: "tp-main-r0-m1", namespace: NS, gracePeriodSeconds: 0 });
     });
     expect(again.status.endpoint).toBeDefined();
-    await call("DELETE", `/v1/deployments/${id}`);
-    await eventually("tp's pods gone", async () => (await podsOf(id)).length === 0, 60_000);
   }, 420_000);
 
   it("1 → 2 → 1 under streaming load: no request fails and the retirement of the group Succeeds", async () => {
-    const id = await world.create("scale", spec(1));
+    const id = await create("scale", 1);
     const ready = await world.readyDeployment(id, { timeoutMs: 120_000 });
     const clients = startClients(ready.status.endpoint, 4, 100);
     await eventually("requests completing", async () => clients.results.ok >= 4);
@@ -177,21 +189,20 @@ describe("multi-host instances as groups, on the simulated cluster", () => {
     expect(await podsOf(id, 1)).toEqual([]);
     expect(results.failed).toEqual([]);
     expect(results.ok).toBeGreaterThan(8);
-    const after = await world.readyDeployment(id, { timeoutMs: 60_000, check: (d) => d.status.roles[0].desired === 1 });
+    const after = await world.readyDeployment(id, { timeoutMs: 60_000, check: (d) => d.status.roles[0].desired === 1 && d.status.roles[0].draining === 0 });
     expect(after.status.roles).toEqual([{ name: "main", kind: "server", desired: 1, ready: 1, updated: 1, draining: 0 }]);
-    await call("DELETE", `/v1/deployments/${id}`);
-    await eventually("scale's pods gone", async () => (await podsOf(id)).length === 0, 60_000);
   }, 420_000);
 
   it("all or nothing: a group without room for all its members holds no GPUs and says InsufficientGPU, then starts whole once room appears", async () => {
-    const holder = await world.create("holder", spec(1));
+    const holder = await create("holder", 1);
     await world.readyDeployment(holder, { timeoutMs: 120_000 });
     // 16 of 32 GPUs left: room for one more group of two, not two.
-    const id = await world.create("pair", spec(2));
+    const id = await create("pair", 2);
+    let last: unknown;
     const held = await eventually(
-      "pair r1 held with InsufficientGPU",
+      () => `pair r1 held with InsufficientGPU; last status ${JSON.stringify(last)}`,
       async () => {
-        const status = await statusOf(id);
+        const status = (last = await statusOf(id));
         const scheduled = conditionOf(status, "Scheduled");
         return scheduled?.reason === "InsufficientGPU" && status.roles?.[0]?.ready === 1 ? status : undefined;
       },
@@ -206,12 +217,12 @@ describe("multi-host instances as groups, on the simulated cluster", () => {
     expect((await podsOf(id, 0)).every(isReady)).toBe(true);
 
     await call("DELETE", `/v1/deployments/${holder}`);
+    created.splice(created.indexOf(holder), 1);
     const ready = await world.readyDeployment(id, { timeoutMs: 150_000, check: (d) => d.status.roles[0].ready === 2, what: "pair Ready at 2 once holder's GPUs are free" });
     expect(conditionOf(ready.status, "Scheduled")).toMatchObject({ status: "True" });
     expect((await podsOf(id, 1)).map((p) => [p.metadata!.name, isReady(p)])).toEqual([
       ["pair-main-r1-m0", true],
       ["pair-main-r1-m1", true],
     ]);
-    await call("DELETE", `/v1/deployments/${id}`);
   }, 420_000);
 });

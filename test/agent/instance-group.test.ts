@@ -178,3 +178,20 @@ describe("placement pauses: a freed group is not created again at once", () => {
     expect([...readyGroups(input, pods)]).toEqual(["main/0"]);
   });
 });
+
+describe("planGroups: the room of one pass", () => {
+  const input = tp16(2);
+  const role = input.deployment.spec.roles[0]!;
+  const T = Date.parse("2026-01-01T00:00:10Z");
+  const twoFree = { nodes: [node("a", 8), node("b", 8), node("c", 0), node("d", 0)] };
+  const boundAt = (pods: V1Pod[], at: number) =>
+    pods.map((p) => ({ ...p, status: { ...p.status, conditions: [...(p.status!.conditions ?? []), { type: "PodScheduled", status: "True", lastTransitionTime: new Date(at) }] } }));
+  it.each<[string, number, boolean]>([
+    ["r0 bound after the inventory's pod list was read: not in it yet, r1 waits", T + 500, true],
+    ["r0 bound before it: counted in it, r1 fits what is left", T - 5_000, false],
+  ])("%s", (_name, at, held) => {
+    const r0 = boundAt(groupPods(input, 0, ["starting", "starting"]), at);
+    const inventory = at > T ? twoFree : { nodes: [node("a", 0), node("b", 0), node("c", 8), node("d", 8)] };
+    expect(planGroups(input, role, new Map([[0, r0]]), 2, inventory, new Map(), T, T)(1).hold).toBe(held);
+  });
+});
