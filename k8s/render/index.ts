@@ -6,6 +6,7 @@ export { renderInstanceService, renderRoleService } from "./services.ts";
 export { EXTERNAL_POLICIES, renderRouterObjects, routerConfig } from "./router.ts";
 export { appendExtraArgs, mergeEnv } from "./args.ts";
 export { drainHook, IN_FLIGHT_GAUGES } from "./drain-hook.ts";
+export { everyMemberServes } from "./engine.ts";
 export { canonicalJson, fnv1a64, RENDER_VERSION, specHashInputs, specHashOf } from "./spec-hash.ts";
 export {
   ANNOTATIONS,

@@ -24,6 +24,7 @@ import { createInformers } from "./informers.ts";
 import { computeInventory } from "./inventory.ts";
 import type { Kube } from "./kube.ts";
 import { type Observed, observedCount } from "./observe.ts";
+import { nextPauses, type PlacementPauses, readyGroups } from "./instance-group.ts";
 import { type Action, isRetirement, planDeployment, retirementCandidates } from "./plan.ts";
 import { createResizeExecutor, type ResizeConfig } from "./resize-executor.ts";
 import { createRetirementExecutor } from "./retirement-executor.ts";
@@ -104,6 +105,8 @@ interface KeyState {
   scaling?: ScalingReport;
   /** Autoscaler evaluations waiting for a pass to write them: resolved with the stored deployment. */
   scalingWaiters: Set<{ report: ScalingReport | undefined; done: (written: Deployment | "unchanged" | undefined) => void }>;
+  /** Multi-host groups freed for lack of GPUs: when each may be created again (instance-group.ts). */
+  placementPauses?: PlacementPauses;
 }
 
 export interface Agent {
@@ -161,6 +164,8 @@ export function createAgent({
   const sleep = (ms: number) => sleepUnlessAborted(ms, abort.signal);
 
   let inventory: Inventory | undefined;
+  /** When the inventory's pod list was asked for: pods bound since are not counted in it. */
+  let inventoryAt: number | undefined;
   const autoscaler = createAutoscaler({
     api,
     item: (key) => desired.get(key),
@@ -277,7 +282,14 @@ export function createAgent({
     const namespace = namespaceName(projectName);
     const routerKinds = deleting || deployment.spec.router !== undefined;
     const observed = observeFromCache(cache, namespace, deployment.id, routerKinds);
-    const actions = planDeployment({ render, deleting, observed, ...(inventory && { inventory }) });
+    const now = clock.now().getTime();
+    const pauses = state.placementPauses;
+    const actions = planDeployment({ render, deleting, observed, ...(inventory && { inventory }), ...(inventoryAt !== undefined && { inventoryAt }), ...(pauses && { placementPauses: pauses, now }) });
+    const released = actions.flatMap((a) => (a.kind === "deletePod" && a.release ? [a.release] : []));
+    if (released.length > 0 || pauses?.size) state.placementPauses = nextPauses(pauses ?? new Map(), released, readyGroups(render, observed.pods), now);
+    for (const a of actions) {
+      if (a.kind === "deletePod" && a.reason === "group") logger.info("instance group deleted", { deploymentId: deployment.id, pod: a.name, why: a.why });
+    }
     // Every write that lands is expected in the cache before the next plan of this deployment.
     const expect = (action: Action) => {
       state.expecting = {
@@ -336,6 +348,8 @@ export function createAgent({
       retirement: retirementExecutor.view(deployment.id),
       resize: resizeExecutor.view(deployment.id),
       ...(inventory && { inventory }),
+      ...(inventoryAt !== undefined && { inventoryAt }),
+      ...(state.placementPauses?.size && { placementPauses: state.placementPauses }),
       ...(drainingPods && { drainingPods }),
       ...(scaling && { scaling }),
       ...(routerViews && { routerViews }),
@@ -427,8 +441,10 @@ export function createAgent({
 
   async function heartbeat(): Promise<void> {
     try {
+      const at = clock.now().getTime();
       const [nodes, pods] = await Promise.all([kube.core.listNode(), kube.core.listPodForAllNamespaces({})]);
       inventory = computeInventory(nodes.items, pods.items);
+      inventoryAt = at;
       await api.heartbeat({ agentVersion: config.agentVersion, inventory }, abort.signal);
     } catch (error) {
       if (!stopped) logger.warn("heartbeat failed", { error: (error as Error).message });

@@ -23,6 +23,7 @@ import {
 } from "../../k8s/render/index.ts";
 import type { Inventory } from "../domain/cluster.ts";
 import { memberOf, recordedWidth } from "./elastic.ts";
+import { type PlacementPauses, planGroups } from "./instance-group.ts";
 import type { Observed } from "./observe.ts";
 import { planRoleRollout } from "./rollout.ts";
 
@@ -42,7 +43,8 @@ export type Action =
   /** The token is drawn when the action runs (the plan stays pure); a 409 keeps the existing one. */
   | { kind: "createTokenSecret"; namespace: string; name: string; key: string; labels: Record<string, string> }
   | { kind: "createPod"; object: V1Pod }
-  | { kind: "deletePod"; namespace: string; name: string; uid: string; reason: "surplus" | "stale" | "deleting" }
+  /** `group`: a multi-host instance lost a member or cannot be placed whole (instance-group.ts). */
+  | { kind: "deletePod"; namespace: string; name: string; uid: string; reason: DeleteReason; why?: string; release?: { role: string; replica: number } }
   | { kind: "deleteService"; namespace: string; name: string; uid: string }
   | { kind: "deleteObject"; ref: ObjectRef };
 
@@ -54,9 +56,16 @@ export interface PlanInput {
   render: RenderInput;
   deleting: boolean;
   observed: Observed;
-  /** The last heartbeat's inventory: whether a rollout's surge fits. */
+  /** The last heartbeat's inventory: a multi-host instance is created only when it fits whole. */
   inventory?: Inventory;
+  /** Groups freed for lack of GPUs and when each may be created again (instance-group.ts), at `now` (epoch ms). */
+  placementPauses?: PlacementPauses;
+  now?: number;
+  /** When the inventory's pod list was read (epoch ms). */
+  inventoryAt?: number;
 }
+
+type DeleteReason = "surplus" | "stale" | "deleting" | "group";
 
 export const replicaOf = (object: { metadata?: { labels?: Record<string, string> } }) =>
   Number(object.metadata?.labels?.[LABELS.replica] ?? -1);
@@ -65,7 +74,7 @@ export const isTerminating = (pod: V1Pod) => pod.metadata?.deletionTimestamp != 
 export const isPodReady = (pod: V1Pod) =>
   !isTerminating(pod) && (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
 
-export function planDeployment({ render, deleting, observed, inventory }: PlanInput): Action[] {
+export function planDeployment({ render, deleting, observed, inventory, inventoryAt, placementPauses, now }: PlanInput): Action[] {
   if (deleting) return planDeletion(observed);
   const { deployment } = render;
   const actions: Action[] = [];
@@ -101,7 +110,9 @@ export function planDeployment({ render, deleting, observed, inventory }: PlanIn
       }
     }
 
-    // Missing instances (and missing members of existing ones), the rollout's surge included.
+    // Missing instances (and missing members of existing ones), the rollout's surge included;
+    // multi-host ones as groups (instance-group.ts).
+    const groupPlan = planGroups(render, role, byReplica, rollout.create, inventory, placementPauses, now, inventoryAt);
     for (let replica = 0; replica < rollout.create; replica++) {
       const present = byReplica.get(replica) ?? [];
       const instanceService = renderInstanceService(render, role.name, replica);
@@ -113,8 +124,11 @@ export function planDeployment({ render, deleting, observed, inventory }: PlanIn
         ? elasticMembers(render, role.name, replica, present)
         : { pods: renderInstancePods(render, role.name, replica), orphans: [] };
       for (const pod of orphans) actions.push(deletePod(pod, ns, "surplus"));
+      const group = groupPlan(replica);
+      const release = group.released && { release: { role: role.name, replica } };
+      for (const pod of group.delete) actions.push({ ...deletePod(pod, ns, "group"), why: group.why!, ...release });
       for (const pod of wanted) {
-        if (!have.has(pod.metadata!.name)) actions.push({ kind: "createPod", object: pod });
+        if (!group.hold && !have.has(pod.metadata!.name)) actions.push({ kind: "createPod", object: pod });
       }
     }
 
@@ -273,6 +287,6 @@ function planDeletion(observed: Observed): Action[] {
   return actions;
 }
 
-function deletePod(pod: V1Pod, namespace: string, reason: "surplus" | "stale" | "deleting"): Action {
+function deletePod(pod: V1Pod, namespace: string, reason: DeleteReason): Extract<Action, { kind: "deletePod" }> {
   return { kind: "deletePod", namespace: pod.metadata?.namespace ?? namespace, name: pod.metadata!.name!, uid: pod.metadata!.uid!, reason };
 }

@@ -9,6 +9,7 @@ import { LABELS, type RenderInput, resolveOptions, specHashOf } from "../../k8s/
 import type { Operation } from "../domain/operations.ts";
 import { type AgentApi, ApiError } from "./api-client.ts";
 import { applyAction } from "./apply.ts";
+import { servesHttp } from "./instance-group.ts";
 import type { Kube } from "./kube.ts";
 import { resumeOperations } from "./resume-operations.ts";
 import type { Observed } from "./observe.ts";
@@ -192,11 +193,14 @@ export function createRetirementExecutor({
     ];
   }
 
-  /** running + waiting of each live pod of the instance; a failed or partial read has no value. */
+  /**
+   * running + waiting of each live serving pod of the instance; a failed or partial read has no
+   * value. Headless followers are not read: they answer no HTTP and queue nothing of their own.
+   */
   async function readEngineLoad(pass: RetirementPass, pods: readonly V1Pod[]): Promise<EngineLoadReading[]> {
     const { spec, name } = pass.render.deployment;
     const { enginePort } = resolveOptions(spec, name, pass.render.options);
-    const targets = pods.filter((p) => p.status?.podIP && p.metadata?.deletionTimestamp == null);
+    const targets = pods.filter((p) => servesHttp(p) && p.status?.podIP && p.metadata?.deletionTimestamp == null);
     const { samples, failures } = await scrapePods(
       targets.map((pod) => ({
         uid: pod.metadata!.uid!,

@@ -1,7 +1,7 @@
 // Retirement (docs/design.md §7.6), the pure half: a persisted retire Operation + what the agent reads now →
 // the one next step. Withdrawing (every Ready router pod acknowledged the list that marks the
 // instance draining) → Draining (router in-flight 0 on every router pod AND engine running+waiting
-// 0 on every pod of the instance, on two consecutive reads at least READ_GAP_MS apart) → Deleting
+// 0 on every serving pod of the instance, on two consecutive reads at least READ_GAP_MS apart) → Deleting
 // (UID preconditions) → Settling (the pods are gone and no longer hold GPUs) → Succeeded.
 // Budgets are limits, not waits: a step ends as soon as its condition holds, and each budget is
 // measured from the step's `startedAt` in the record, so a restarted agent keeps the same clock.
@@ -10,6 +10,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { DeploymentSpec } from "../domain/deployment-spec.ts";
 import type { Operation, OperationStep } from "../domain/operations.ts";
+import { servesHttp } from "./instance-group.ts";
 import { isTerminating, type RetirementReason } from "./plan.ts";
 
 export const RETIREMENT_STEPS = ["Withdrawing", "Draining", "Deleting", "Settling"] as const;
@@ -220,7 +221,8 @@ function drainedNow(
     if (routed > 0) problems.push(`${routed} request(s) in flight at the router`);
     inFlight += routed;
   }
-  const live = observed.pods.filter((p) => !isTerminating(p)).map((p) => p.metadata!.name!);
+  // Only members that serve HTTP hold requests; headless followers have no /metrics (§7.6).
+  const live = observed.pods.filter((p) => !isTerminating(p) && servesHttp(p)).map((p) => p.metadata!.name!);
   for (const name of live) {
     const reading = engineReadings.find((r) => r.pod === name);
     if (reading?.load === undefined) {

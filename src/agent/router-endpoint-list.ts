@@ -1,13 +1,16 @@
 // The builtin router's endpoint list (pure): observed engine pods → what `PUT /admin/endpoints`
 // carries (docs/design.md §6). A serving pod that is Ready and not terminating is an endpoint; one the
 // plan is about to delete is `draining` (so the router sends it nothing new before it goes);
-// anything else is left out. The list is sorted by id, so equal clusters give equal bodies and
+// anything else is left out. The leader of a multi-host instance is listed only while its whole
+// group is ready (instance-group.ts): a leader whose follower is lost serves nothing, so the next
+// push withdraws it. The list is sorted by id, so equal clusters give equal bodies and
 // the agent can tell "changed since the last push" from a hash.
 import type { V1Pod } from "@kubernetes/client-node";
 import { canonicalJson, fnv1a64, LABELS, PORTS, type RenderInput, resolveOptions } from "../../k8s/render/index.ts";
-import type { RoleKind } from "../domain/deployment-spec.ts";
+import type { Role, RoleKind } from "../domain/deployment-spec.ts";
 import { recordedWidth } from "./elastic.ts";
-import { isPodReady, roleOf } from "./plan.ts";
+import { judgeGroup, leaderServed } from "./instance-group.ts";
+import { isPodReady, replicaOf, roleOf } from "./plan.ts";
 
 export interface RouterEndpoint {
   /** The pod name: stable for the instance member, so the router keeps its in-flight count. */
@@ -47,10 +50,21 @@ export function buildEndpointList(render: RenderInput, pods: readonly V1Pod[], d
   const { spec, name } = render.deployment;
   const { enginePort } = resolveOptions(spec, name, render.options);
   const endpoints: RouterEndpoint[] = [];
+  const whole = new Map<string, boolean>();
+  const groupReady = (role: Role, pod: V1Pod) => {
+    const key = `${role.name}/${replicaOf(pod)}`;
+    if (!whole.has(key)) {
+      const members = pods.filter((p) => roleOf(p) === role.name && replicaOf(p) === replicaOf(pod));
+      // The leader's revision is the group's: a group rolled as a unit is judged against itself here.
+      whole.set(key, judgeGroup(render, role, replicaOf(pod), members, pod.metadata?.labels?.[LABELS.specHash] ?? "").ready);
+    }
+    return whole.get(key)!;
+  };
   for (const pod of pods) {
     const role = spec.roles.find((r) => r.name === roleOf(pod));
     const ip = pod.status?.podIP;
     if (!role || !ip || pod.metadata?.labels?.[LABELS.serving] !== "true" || !isPodReady(pod)) continue;
+    if (leaderServed(role) && !groupReady(role, pod)) continue;
     const id = pod.metadata!.name!;
     const member = Number(pod.metadata?.labels?.[LABELS.member] ?? 0);
     const externalDP = role.parallelism.externalDP && role.size > 1;

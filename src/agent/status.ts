@@ -6,10 +6,12 @@
 // acknowledged the endpoint list that the observed pods give now. External DP roles report
 // `ranks` and, with the builtin router, Ready also needs RouterCoverage: every declared rank
 // confirmed serving by every Ready router pod (rank-coverage.ts).
+// An instance counts as a unit (instance-group.ts): ready only when every member the render expects
+// is present, Ready and of one revision; a multi-host one names its first missing or failed member,
+// and one that cannot be placed whole says InsufficientGPU for the group (needed and free GPUs).
 import type { V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   GPU_TYPE_LABEL,
-  LABELS,
   resolveOptions,
   roleServiceName,
   type RenderInput,
@@ -21,6 +23,7 @@ import type { Condition, DeploymentStatus, RankCoverage, Role, RoleStatus, Scali
 import type { Inventory } from "../domain/cluster.ts";
 import type { ScalingCondition } from "../domain/scaling.ts";
 import { elasticInstances, memberOf, recordedWidth } from "./elastic.ts";
+import { judgeGroup, leaderServed, type PlacementPauses, planGroups } from "./instance-group.ts";
 import type { Observed } from "./observe.ts";
 import type { ResizeView } from "./resize-executor.ts";
 import { rankCoverage, routerCoverageCondition, type RouterViews } from "./rank-coverage.ts";
@@ -56,6 +59,10 @@ export interface StatusInput {
   routerViews?: RouterViews;
   /** The deployment's elastic resize (resize-executor.ts): the Resizing condition. */
   resize?: ResizeView;
+  /** Multi-host groups freed for lack of GPUs, waiting to be tried again (instance-group.ts). */
+  placementPauses?: PlacementPauses;
+  /** When the inventory's pod list was read (epoch ms). */
+  inventoryAt?: number;
 }
 
 type Problem = { reason: string; message: string };
@@ -171,7 +178,7 @@ function resizingCondition(render: RenderInput, resize: ResizeView | undefined, 
     : { status: "False", reason: "ResizePending", message: `${role.name} should run ${role.elastic!.width} ranks; instances run ${widths.join(", ")}` };
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews, resize }: StatusInput): DeploymentStatus {
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews, resize, placementPauses, inventoryAt }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -191,6 +198,8 @@ export function computeStatus({ render, deleting, observed, applyError, previous
 
   const roles: RoleStatus[] = [];
   const problems: Problem[] = [];
+  /** The first member of a multi-host instance still starting (named instead of a bare "starting"). */
+  let memberStarting: Problem | undefined;
   let allReady = true;
   for (const role of deployment.spec.roles) {
     const desired = role.replicas ?? 1;
@@ -209,14 +218,34 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     let ready = 0;
     let updated = 0;
     let draining = 0;
+    const group = leaderServed(role);
     for (const [replica, pods] of instances) {
       const current = replica >= 0 && replica < desired;
       if (pods.some(isTerminating) || !current) {
         draining++;
         continue;
       }
-      if (pods.every(isPodReady)) ready++;
-      if (pods.every((p) => p.metadata?.labels?.[LABELS.specHash] === hash)) updated++;
+      // The instance as a unit (instance-group.ts): every expected member present, Ready, one revision.
+      const verdict = judgeGroup(render, role, replica, pods, hash);
+      if (verdict.ready) ready++;
+      if (verdict.updated) updated++;
+      if (group && verdict.problem) {
+        const { reason, message } = verdict.problem;
+        if (reason === "MemberNotReady") memberStarting ??= { reason, message };
+        else if (reason !== "MemberUnschedulable") problems.push({ reason, message });
+      }
+    }
+    // A multi-host instance that cannot be placed whole holds no GPUs: say so for the group, first.
+    if (group) {
+      for (let replica = 0; replica < desired && !memberStarting; replica++) {
+        // An instance with no pod yet (new, or recreated as a unit) is starting: its leader is named.
+        if (!instances.has(replica)) memberStarting = judgeGroup(render, role, replica, [], hash).problem;
+      }
+      const groupPlan = planGroups(render, role, instances, desired, inventory, placementPauses, now.getTime(), inventoryAt);
+      for (let replica = desired - 1; replica >= 0; replica--) {
+        const { insufficient } = groupPlan(replica);
+        if (insufficient) problems.unshift({ reason: "InsufficientGPU", message: insufficient });
+      }
     }
     if (ready < desired) allReady = false;
     roles.push({ name: role.name, kind: role.kind, desired, ready, updated, draining, ...(role.elastic ? { ranks: elasticRanks(role, observed.pods) } : {}) });
@@ -264,7 +293,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
           ? { reason: router.reason, message: router.message }
           : allReady && routerCoverage && !covered
             ? { reason: routerCoverage.reason, message: routerCoverage.message }
-            : { reason: "WeightsLoading", message: "instances are starting" }));
+            : { reason: "WeightsLoading", message: memberStarting ? `instances are starting; ${memberStarting.message}` : "instances are starting" }));
   const counts = roles.map((r) => `${r.name} ${r.ready}/${r.desired} ready`).join(", ");
   // The rollout planner's own view (rollout.ts): surge progress, or why the surge does not fit.
   const upToDate = upToDateCondition(render, observed.pods, inventory);

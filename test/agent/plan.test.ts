@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { emptyObserved } from "../../src/agent/observe.ts";
 import { type Action, isRetirement, planDeployment, retirementCandidates } from "../../src/agent/plan.ts";
 import type { Inventory } from "../../src/domain/cluster.ts";
-import { aggregated, disaggregated, merged, observed, type PodState, withRouter } from "./support.ts";
+import { aggregated, disaggregated, groupPods, type MemberState, merged, observed, type PodState, tp16, withRouter } from "./support.ts";
 
 /** The heartbeat inventory of the one node the observed pods run on. */
 const freeGpus = (gpuFree: number): Inventory => ({
@@ -249,5 +249,84 @@ describe("planDeployment with a router", () => {
     const input = disaggregated("vllm", 1, 2);
     const cluster = withRouter(input, merged(observed(input, ["ready"], { role: "prefill" }), observed(input, ["ready"], { role: "decode" })));
     expect(summary(planDeployment({ render: input, deleting: false, observed: cluster }))).toEqual(["create chat-decode-r1-m0"]);
+  });
+});
+
+describe("planDeployment of multi-host instances (size 2: TP16 over two 8-GPU pods)", () => {
+  const input = tp16(2);
+  const h100 = (name: string, gpuFree: number) => ({ name, gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree });
+  const plan = (r0: Array<MemberState | null>, r1: Array<MemberState | null>, inventory?: Inventory, render = input) =>
+    summary(
+      planDeployment({
+        render,
+        deleting: false,
+        observed: { ...observed(render, []), pods: [...groupPods(render, 0, r0), ...groupPods(render, 1, r1)] },
+        ...(inventory && { inventory }),
+      }),
+    ).filter((line) => !line.startsWith("service "));
+
+  it.each<[string, Array<MemberState | null>, Array<MemberState | null>, string[]]>([
+    ["nothing yet: every member of every instance", [null, null], [null, null], ["create chat-main-r0-m0", "create chat-main-r0-m1", "create chat-main-r1-m0", "create chat-main-r1-m1"]],
+    ["converged", ["ready", "ready"], ["ready", "ready"], []],
+    ["a member not yet created of a group not started is created", ["ready", "ready"], ["pending", null], ["create chat-main-r1-m1"]],
+    ["the follower lost after the start: its leader is deleted, nothing created", ["ready", "ready"], ["ready", null], ["delete chat-main-r1-m0 uid-1-0 (group)"]],
+    ["the follower's pod deleted: its leader is deleted", ["ready", "ready"], ["ready", "terminating"], ["delete chat-main-r1-m0 uid-1-0 (group)"]],
+    ["the follower failed: every live member is deleted", ["ready", "ready"], ["ready", "failed"], ["delete chat-main-r1-m0 uid-1-0 (group)", "delete chat-main-r1-m1 uid-1-1 (group)"]],
+    ["the leader restarted: every member is deleted", ["ready", "ready"], ["restarted", "ready"], ["delete chat-main-r1-m0 uid-1-0 (group)", "delete chat-main-r1-m1 uid-1-1 (group)"]],
+    ["the group terminating: nothing is created until every member is gone", ["ready", "ready"], ["terminating", "terminating"], []],
+    ["the group gone: recreated whole", ["ready", "ready"], [null, null], ["create chat-main-r1-m0", "create chat-main-r1-m1"]],
+    ["rollout: a stale Ready group is never deleted by the plan (it retires through the protocol)", ["stale", "stale"], ["stale", "stale"], []],
+    ["rollout: no second replacement while the first is terminating", ["stale", "stale"], ["terminating", "terminating"], []],
+    ["rollout: the replaced instance is created whole, the next waits", ["stale", "stale"], [null, null], ["create chat-main-r1-m0", "create chat-main-r1-m1"]],
+  ])("%s", (_name, r0, r1, expected) => {
+    expect(plan(r0, r1)).toEqual(expected);
+  });
+
+  it("rollout with room: the surge instance is created whole, and the stale groups stay until it serves", () => {
+    const room: Inventory = { nodes: [h100("gpu-2", 8), h100("gpu-3", 8)] };
+    expect(plan(["stale", "stale"], ["stale", "stale"], room)).toEqual(["create chat-main-r2-m0", "create chat-main-r2-m1"]);
+  });
+
+  it("scale down: a Ready group retires through the protocol with both its pods, never deleted directly", () => {
+    const one = tp16(1);
+    expect(plan(["ready", "ready"], ["ready", "ready"], undefined, one)).toEqual([]);
+    const observedPods = { ...observed(one, []), pods: [...groupPods(one, 0, ["ready", "ready"]), ...groupPods(one, 1, ["ready", "ready"])] };
+    expect(retirementCandidates(one, observedPods).map((c) => [c.replica, c.pods.map((p) => p.metadata!.name)])).toEqual([
+      [1, ["chat-main-r1-m0", "chat-main-r1-m1"]],
+    ]);
+  });
+
+  it.each<[string, Array<MemberState | null>, Inventory["nodes"], string[]]>([
+    [
+      "a member refused for GPUs with no room for the group: the members holding or waiting for GPUs go",
+      ["starting", "unschedulable"],
+      [h100("gpu-0", 0), h100("gpu-1", 4), h100("gpu-2", 0), h100("gpu-3", 0)],
+      ["delete chat-main-r1-m0 uid-1-0 (group)", "delete chat-main-r1-m1 uid-1-1 (group)"],
+    ],
+    ["held: no member is created until the inventory has room for the whole group", [null, null], [h100("gpu-0", 8), h100("gpu-1", 4)], []],
+    ["room for the whole group: created whole", [null, null], [h100("gpu-0", 8), h100("gpu-1", 8)], ["create chat-main-r1-m0", "create chat-main-r1-m1"]],
+    ["refused while the inventory still shows room: left to the scheduler (no flapping)", ["starting", "unschedulable"], [h100("gpu-0", 0), h100("gpu-1", 8)], []],
+  ])("%s", (_name, r1, nodes, expected) => {
+    expect(plan(["ready", "ready"], r1, { nodes })).toEqual(expected);
+  });
+
+  it("the deletes that free a group carry it, so the agent pauses its next try (counted once per pass)", () => {
+    const actions = planDeployment({
+      render: input,
+      deleting: false,
+      observed: { ...observed(input, []), pods: [...groupPods(input, 0, ["ready", "ready"]), ...groupPods(input, 1, ["starting", "unschedulable"])] },
+      inventory: { nodes: [h100("gpu-0", 0), h100("gpu-1", 0)] },
+    });
+    expect(actions.filter((a) => a.kind === "deletePod").map((a) => a.kind === "deletePod" && a.release)).toEqual([
+      { role: "main", replica: 1 },
+      { role: "main", replica: 1 },
+    ]);
+  });
+
+  it.each<[string, Array<MemberState | null>, Array<MemberState | null>, string[]]>([
+    ["room for one group of two: only r0 is created, r1 waits (they never race for the same GPUs)", [null, null], [null, null], ["create chat-main-r0-m0", "create chat-main-r0-m1"]],
+    ["r0's members created but not yet bound take their room first", ["pending", "pending"], [null, null], []],
+  ])("%s", (_name, r0, r1, expected) => {
+    expect(plan(r0, r1, { nodes: [h100("gpu-a", 8), h100("gpu-b", 8), h100("gpu-c", 0), h100("gpu-d", 0)] })).toEqual(expected);
   });
 });

@@ -14,7 +14,7 @@ import {
   stepStartedAt,
   stepsAfter,
 } from "../../src/agent/retirement.ts";
-import { disaggregated, observedPod, aggregated } from "./support.ts";
+import { disaggregated, groupPods, observedPod, aggregated, tp16 } from "./support.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 const input = aggregated(2);
@@ -104,6 +104,19 @@ describe("planRetirement", () => {
       expect(decision.kind).toBe("wait");
       expect(decision).not.toHaveProperty("firstZeroAt");
       expect((decision as { message: string }).message).toMatch(why);
+    });
+
+    it("a multi-host instance (size 2): only the serving leader is read; the headless follower is never 'unreadable'", () => {
+      const group = tp16(3);
+      const members = groupPods(group, 2, ["ready", "ready"]);
+      const observed = base({ pods: members, firstZeroAt: T0 - 2_000 });
+      const leaderZero = [{ pod: "chat-main-r2-m0", load: 0 }];
+      expect(drain(observed, routersZero, leaderZero)).toMatchObject({ kind: "advance", to: "Deleting" });
+      const busy = drain(observed, routersZero, [{ pod: "chat-main-r2-m0", load: 1 }]);
+      expect(busy).toMatchObject({ kind: "wait" });
+      expect((busy as { message: string }).message).not.toMatch(/m1/);
+      // The leader unread is still "not drained", never 0.
+      expect((drain(observed, routersZero, []) as { message: string }).message).toMatch(/engine chat-main-r2-m0 unreadable/);
     });
 
     it("a decode replica waits for the router's in-flight count on its endpoint (its decode legs, KV transfers included)", () => {

@@ -10,7 +10,7 @@ import {
   routerAckKey,
   routersAcknowledged,
 } from "../../src/agent/router-endpoint-list.ts";
-import { aggregated, disaggregated, observed, observedPod, type PodState, withRouter } from "./support.ts";
+import { aggregated, disaggregated, groupPods, type MemberState, observed, observedPod, type PodState, tp16, withRouter } from "./support.ts";
 
 const routed = (replicas: number) => aggregated(replicas, { router: { kind: "builtin" } });
 
@@ -108,5 +108,19 @@ describe("routersAcknowledged", () => {
     const before = routerAckKey(pod!);
     pod!.status!.containerStatuses![0]!.restartCount = 1;
     expect(routerAckKey(pod!)).not.toBe(before);
+  });
+});
+
+describe("buildEndpointList of multi-host instances (size 2)", () => {
+  const input = aggregated(2, { router: { kind: "builtin" }, roles: tp16(2).deployment.spec.roles });
+  it.each<[string, Array<MemberState | null>, Array<MemberState | null>, string[]]>([
+    ["both groups whole: each leader (only) is an endpoint", ["ready", "ready"], ["ready", "ready"], ["chat-main-r0-m0", "chat-main-r1-m0"]],
+    ["a lost follower withdraws its leader at once", ["ready", "ready"], ["ready", null], ["chat-main-r0-m0"]],
+    ["a terminating follower withdraws its leader", ["ready", "terminating"], ["ready", "ready"], ["chat-main-r1-m0"]],
+    ["a restarted follower withdraws its leader", ["ready", "restarted"], ["ready", "ready"], ["chat-main-r1-m0"]],
+    ["a follower not Ready yet: the leader waits", ["ready", "starting"], ["ready", "ready"], ["chat-main-r1-m0"]],
+  ])("%s", (_name, r0, r1, ids) => {
+    const pods = [...groupPods(input, 0, r0), ...groupPods(input, 1, r1)];
+    expect(buildEndpointList(input, pods).map((e) => e.id)).toEqual(ids);
   });
 });

@@ -6,7 +6,9 @@ import { computeStatus, freeGpusFor } from "../../src/agent/status.ts";
 import type { Observed } from "../../src/agent/observe.ts";
 import type { RenderInput } from "../../k8s/render/index.ts";
 import type { DeploymentStatus } from "../../src/domain/deployment-spec.ts";
-import { aggregated, disaggregated, merged, observed, type PodState, withRouter } from "./support.ts";
+import type { V1Pod } from "@kubernetes/client-node";
+import type { Inventory } from "../../src/domain/cluster.ts";
+import { aggregated, disaggregated, groupPods, type MemberState, merged, observed, type PodState, tp16, withRouter } from "./support.ts";
 
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 const conditionOf = (status: DeploymentStatus, type: string) => status.conditions?.find((c) => c.type === type);
@@ -227,5 +229,54 @@ describe("computeStatus with a router", () => {
     ]);
     expect(status.phase).toBe("Starting");
     expect(status.endpoint).toBe("http://127.0.200.9:8080");
+  });
+});
+
+describe("computeStatus of multi-host instances (size 2: TP16 over two 8-GPU pods)", () => {
+  const input = tp16(1);
+  const withPods = (pods: V1Pod[]): Observed => ({ ...observed(input, []), pods });
+  const status = (pods: V1Pod[], inventory?: Inventory) =>
+    computeStatus({ render: input, deleting: false, observed: withPods(pods), now: NOW, ...(inventory && { inventory }) });
+
+  it("both members Ready: Ready 1/1", () => {
+    const s = status(groupPods(input, 0, ["ready", "ready"]));
+    expect(s.phase).toBe("Ready");
+    expect(s.roles).toEqual([{ name: "main", kind: "server", desired: 1, ready: 1, updated: 1, draining: 0 }]);
+  });
+
+  it.each<[string, Array<MemberState | null>, DeploymentStatus["phase"], string, string]>([
+    ["only the leader observed: not ready, the follower named", ["ready", null], "Degraded", "MemberMissing", "member m1 of main r0 (chat-main-r0-m1) is missing"],
+    ["the follower starting", ["ready", "starting"], "Starting", "WeightsLoading", "member m1 of main r0 (chat-main-r0-m1) is not Ready"],
+    ["the follower failed", ["ready", "failed"], "Degraded", "MemberFailed", "chat-main-r0-m1) failed: pod phase Failed"],
+    ["the follower restarted", ["ready", "restarted"], "Degraded", "MemberFailed", "restarted 1× (exit 137)"],
+    ["members of two revisions", ["ready", "stale"], "Degraded", "MemberStale", "runs another revision than its leader"],
+  ])("%s", (_name, states, phase, reason, message) => {
+    const s = status(groupPods(input, 0, states));
+    expect(s.phase).toBe(phase);
+    expect(s.roles![0]).toMatchObject({ ready: 0 });
+    expect(conditionOf(s, "RolesReady")).toMatchObject({ status: "False", reason });
+    expect(conditionOf(s, "RolesReady")!.message).toContain(message);
+    expect(conditionOf(s, "Ready")).toMatchObject({ status: "False", reason });
+  });
+
+  it("a group that cannot be placed whole says InsufficientGPU for the group: needed gpus × size and free", () => {
+    const inventory = { nodes: [{ name: "gpu-0", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 8 }] };
+    for (const pods of [[], groupPods(input, 0, ["starting", "unschedulable"])]) {
+      const s = status(pods, inventory);
+      expect(s.phase).toBe("Degraded");
+      const expected = "chat-main-r0 needs 16 nvidia-h100-80gb GPUs (2 × 8) placed together;";
+      expect(conditionOf(s, "Scheduled")).toMatchObject({ status: "False", reason: "InsufficientGPU" });
+      expect(conditionOf(s, "Scheduled")!.message.startsWith(expected)).toBe(true);
+      expect(conditionOf(s, "Ready")).toMatchObject({ reason: "InsufficientGPU" });
+    }
+  });
+
+  it("of two groups with room for one, the second is the one held, as the plan holds it", () => {
+    const two = tp16(2);
+    const inventory = { nodes: ["a", "b"].map((n) => ({ name: n, gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 8 })) };
+    const s = computeStatus({ render: two, deleting: false, observed: { ...observed(two, []), pods: groupPods(two, 0, ["pending", "pending"]) }, now: NOW, inventory });
+    expect(conditionOf(s, "Scheduled")!.message).toBe(
+      "chat-main-r1 needs 16 nvidia-h100-80gb GPUs (2 × 8) placed together; 0 free: the group holds no GPUs until they are",
+    );
   });
 });

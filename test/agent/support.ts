@@ -1,7 +1,7 @@
 // Builders for the agent's pure tests: a render input and observed pods in given states, and
 // the router's objects as the cluster would hold them.
 import type { V1ConfigMap, V1Deployment, V1Pod, V1Role, V1RoleBinding, V1Secret, V1Service, V1ServiceAccount } from "@kubernetes/client-node";
-import { renderInstancePods, renderRoleService, renderRouterObjects, type RenderInput, type RouterObject } from "../../k8s/render/index.ts";
+import { renderInstancePods, renderMemberPod, renderRoleService, renderRouterObjects, type RenderInput, type RouterObject } from "../../k8s/render/index.ts";
 import { applySpecDefaults, type DeploymentSpecInput } from "../../src/domain/deployment-spec.ts";
 import { emptyObserved, type Observed } from "../../src/agent/observe.ts";
 
@@ -195,3 +195,46 @@ function routerPod(deployment: V1Deployment, index: number, state: "ready" | "st
     },
   };
 }
+
+/** TP16 over two 8-GPU pods (vLLM --nnodes 2), `replicas` instances. */
+export const tp16 = (replicas = 1, engine: "vllm" | "sglang" = "vllm"): RenderInput =>
+  aggregated(replicas, {
+    ...(engine === "sglang" && { engine: { name: "sglang", image: "lmsysorg/sglang:v0.5.4" } }),
+    roles: [{ name: "main", replicas, size: 2, resources: { gpus: 8, gpuType: "nvidia-h100-80gb" } }],
+  });
+
+export type MemberState = "ready" | "starting" | "pending" | "unschedulable" | "terminating" | "failed" | "crashloop" | "restarted" | "stale";
+
+/** Member `member` of instance `replica` as observed, bound to node `gpu-<member>` once scheduled. */
+export function memberPod(input: RenderInput, replica: number, member: number, state: MemberState = "ready"): V1Pod {
+  const pod = structuredClone(renderMemberPod(input, "main", replica, member));
+  pod.metadata!.uid = `uid-${replica}-${member}`;
+  pod.metadata!.namespace = "berth-team";
+  const running = { name: "engine", image: "x", imageID: "", ready: state === "ready", restartCount: 0, state: { running: { startedAt: new Date(0) } } };
+  pod.spec!.nodeName = `gpu-${member}`;
+  pod.status = {
+    phase: "Running",
+    podIP: `127.0.1.${10 * replica + member + 1}`,
+    conditions: [{ type: "Ready", status: state === "ready" || state === "stale" ? "True" : "False" }],
+    containerStatuses: [running],
+  };
+  if (state === "stale") pod.metadata!.labels!["berth.dev/spec-hash"] = "0000000000000000";
+  if (state === "terminating") pod.metadata!.deletionTimestamp = new Date("2026-01-01T00:00:00Z");
+  if (state === "pending" || state === "unschedulable") {
+    delete pod.spec!.nodeName;
+    pod.status = { phase: "Pending", conditions: [] };
+    if (state === "unschedulable") {
+      pod.status.conditions = [
+        { type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/2 nodes are available: 2 Insufficient nvidia.com/gpu." },
+      ];
+    }
+  }
+  if (state === "failed") pod.status.phase = "Failed";
+  if (state === "crashloop") pod.status.containerStatuses = [{ ...running, restartCount: 2, state: { waiting: { reason: "CrashLoopBackOff" } } }];
+  if (state === "restarted") pod.status.containerStatuses = [{ ...running, restartCount: 1, lastState: { terminated: { exitCode: 137 } } }];
+  return pod;
+}
+
+/** One instance's members in the given states (null: that member is missing). */
+export const groupPods = (input: RenderInput, replica: number, states: Array<MemberState | null>) =>
+  states.flatMap((state, member) => (state ? [memberPod(input, replica, member, state)] : []));
