@@ -28,7 +28,7 @@ describe("multi-host instances as groups, on the simulated cluster", () => {
 
   const spec = (replicas: number) => ({
     model: { name: MODEL },
-    engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
+    engine: { name: "vllm", image: "vllm/vllm-openai:v0.16.0" },
     router: { kind: "builtin", policy: "least_load" },
     roles: [{ name: "main", replicas, size: 2, resources: { gpus: 8, gpuType: H100 } }],
   });
