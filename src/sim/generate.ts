@@ -19,9 +19,23 @@ import {
   type GenerateBody,
   type ResponseContext,
 } from "./openai.ts";
+import { encodeMs, loadEncoderCache, placeholderIds, readMedia, saveEncoderCache, type MediaItem } from "./encoder.ts";
 import { fetchPrefilledKv, kvTransferMs, prefillAnswerParams, readRemotePrefill, wantsRemoteDecode } from "./pd.ts";
 import type { SimRuntime } from "./runtime.ts";
 import { blockHashes, planGeneration, promptKey, tokenize } from "./tokens.ts";
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
 
 export function errorResponse(rt: SimRuntime, error: RequestError): Response {
   return Response.json(errorBody(rt.args.flavour, error.status, error.message, error.type, error.param), { status: error.status });
@@ -29,6 +43,8 @@ export function errorResponse(rt: SimRuntime, error: RequestError): Response {
 
 interface Prepared {
   body: GenerateBody;
+  /** The chat body's images (vLLM flavour), each counted in promptTokens. */
+  media: MediaItem[];
   promptTokens: number;
   ids: number[];
   rank: number;
@@ -50,6 +66,13 @@ function prepare(rt: SimRuntime, endpoint: Endpoint, json: unknown, rankHeader: 
   } else {
     ({ ids, count } = tokenize(body.promptText ?? "", limit + 1));
   }
+  // Each image takes its placeholder tokens in the prompt (vLLM counts them in prompt_tokens);
+  // their ids follow the mm_hash, so a repeated image is a prefix-cache hit as in vLLM.
+  const media = args.flavour === "vllm" && endpoint === "chat" ? readMedia(args.model, json) : [];
+  for (const item of media) {
+    ids = [...ids, ...placeholderIds(item)];
+    count += item.tokens;
+  }
   if (count >= limit) {
     throw new RequestError(
       400,
@@ -68,7 +91,7 @@ function prepare(rt: SimRuntime, endpoint: Endpoint, json: unknown, rankHeader: 
   if (!rt.core.fits(count)) {
     throw new RequestError(400, `The prompt (${count} tokens) does not fit in the KV cache (${rt.perf.kvCapacityTokens} tokens).`);
   }
-  return { body, promptTokens: count, ids, rank: rt.core.pickRank(pinned), maxTokens: body.maxTokens ?? limit - count };
+  return { body, media, promptTokens: count, ids, rank: rt.core.pickRank(pinned), maxTokens: body.maxTokens ?? limit - count };
 }
 
 /** `X-data-parallel-rank` (vLLM) or `routed_dp_rank` / `data_parallel_rank` (SGLang) pins the rank. */
@@ -138,6 +161,8 @@ class GenerateRun {
   private abortRequest: () => void = () => {};
   private readonly controller = new AbortController();
   private kvAnswer: Record<string, unknown> | null = null;
+  /** EC producer: the items to save once the encoder ran. */
+  private saveMedia: MediaItem[] = [];
   private sglangRoom?: string;
   /** Resolves the request's place in `runtime.inFlight` once its answer is complete. */
   private onDone: () => void = () => {};
@@ -174,13 +199,46 @@ class GenerateRun {
     });
     void done.then(() => this.rt.inFlight.delete(entry));
     this.controller.signal.addEventListener("abort", () => this.abortRequest(), { once: true });
-    const remotePrefillMs = await this.preparePd();
+    let remotePrefillMs = await this.preparePd();
+    const encoder = await this.prepareMedia(remotePrefillMs !== undefined);
+    if (encoder !== undefined) remotePrefillMs = encoder;
     if (this.controller.signal.aborted) {
       this.finish("abort");
       this.onDone();
       return new Response(null, { status: 499 });
     }
     return this.prepared.body.stream ? this.streamAnswer(remotePrefillMs) : this.jsonAnswer(remotePrefillMs);
+  }
+
+  /**
+   * The request's images. An EC producer (the encoder) encodes them and skips the language
+   * model: the returned model-ms stand in for the prefill, and its files are written when the
+   * first (dummy) token is out — vLLM's producer runs only `_execute_mm_encoder` and answers
+   * with placeholder tokens (vllm/v1/worker/gpu_model_runner.py, make_empty_encoder_model_runner_output).
+   * A consumer loads what the encoder saved and encodes only the misses; an engine without EC
+   * encodes everything; a decode whose KV came from its prefill needs no encoder at all.
+   */
+  private async prepareMedia(kvFromPrefill: boolean): Promise<number | undefined> {
+    const { rt, prepared } = this;
+    const { media } = prepared;
+    if (media.length === 0 || kvFromPrefill) return undefined;
+    const ec = rt.ec;
+    if (ec?.role === "ec_producer") {
+      const fresh = media.filter((item) => loadEncoderCache(ec.storagePath, item.hash) === undefined);
+      this.saveMedia = fresh;
+      rt.log.info({ requestId: this.requestId, items: media.length, encoded: fresh.length }, "berth-sim: encoder request");
+      return Math.max(0.001, encodeMs(rt.perf, fresh.reduce((sum, item) => sum + item.tokens, 0)));
+    }
+    const misses = ec ? media.filter((item) => loadEncoderCache(ec.storagePath, item.hash) === undefined) : media;
+    if (ec && misses.length > 0) {
+      rt.log.warn(
+        { requestId: this.requestId, misses: misses.map((item) => item.hash), storagePath: ec.storagePath },
+        "berth-sim: encoder cache miss; encoding locally as vLLM's scheduler does",
+      );
+    }
+    const localMs = encodeMs(rt.perf, misses.reduce((sum, item) => sum + item.tokens, 0));
+    if (localMs > 0) await abortableSleep(localMs * rt.sim.timeScale, this.controller.signal);
+    return undefined;
   }
 
   /** Returns the model-ms KV transfer when the prompt's KV comes from a prefill server. */
@@ -246,6 +304,10 @@ class GenerateRun {
     this.text += piece;
     this.generated = index + 1;
     if (index === 0) {
+      if (rt.ec && this.saveMedia.length > 0) {
+        for (const item of this.saveMedia) saveEncoderCache(rt.ec.storagePath, item, rt.perf.model.queryHeads * rt.perf.model.headDim);
+        this.saveMedia = [];
+      }
       rt.metrics.firstToken(prepared.rank, Math.max(0, atMs - this.arrivedAt) / 1000);
       if (this.sglangRoom !== undefined) {
         rt.rooms?.ready(this.sglangRoom, prepared.promptTokens);
