@@ -6,7 +6,7 @@
 // acknowledged the endpoint list that the observed pods give now. External DP roles report
 // `ranks` and, with the builtin router, Ready also needs RouterCoverage: every declared rank
 // confirmed serving by every Ready router pod (rank-coverage.ts).
-import type { V1Pod, V1Service } from "@kubernetes/client-node";
+import type { V1PersistentVolumeClaim, V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   GPU_TYPE_LABEL,
   LABELS,
@@ -72,11 +72,32 @@ export function freeGpusFor(gpuType: string | undefined, inventory: Inventory | 
   return `${largest} free on the best node, ${total} free on ${nodes.length} node${nodes.length === 1 ? "" : "s"}`;
 }
 
+/**
+ * A claim the pod mounts that is missing or not Bound (kube-scheduler's VolumeBinding keeps such a
+ * pod Pending: "pod has unbound immediate PersistentVolumeClaims" / `persistentvolumeclaim "x" not found`).
+ */
+function unboundClaim(pod: V1Pod, message: string, claims: readonly V1PersistentVolumeClaim[]): Problem | undefined {
+  if (!/unbound immediate PersistentVolumeClaims|persistentvolumeclaim "[^"]*" (not found|is being deleted)/.test(message)) return undefined;
+  for (const volume of pod.spec?.volumes ?? []) {
+    const name = volume.persistentVolumeClaim?.claimName;
+    if (!name) continue;
+    const claim = claims.find((c) => c.metadata?.name === name);
+    if (claim?.status?.phase === "Bound") continue;
+    const what = claim
+      ? `claim ${name} is ${claim.status?.phase ?? "Pending"} in storage class ${claim.spec?.storageClassName ?? "(the cluster default)"}; the class must exist and provision ReadWriteMany volumes`
+      : `claim ${name} does not exist yet`;
+    return { reason: "VolumeNotBound", message: `${pod.metadata?.name}: ${what}` };
+  }
+  return { reason: "VolumeNotBound", message: `${pod.metadata?.name}: ${message}` };
+}
+
 /** Why a pod is not running, most specific first. */
-export function podProblem(pod: V1Pod, inventory?: Inventory): Problem | undefined {
+export function podProblem(pod: V1Pod, inventory?: Inventory, claims: readonly V1PersistentVolumeClaim[] = []): Problem | undefined {
   const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
   if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") {
     const message = scheduled.message ?? "";
+    const volume = unboundClaim(pod, message, claims);
+    if (volume) return volume;
     if (!/Insufficient (nvidia\.com|amd\.com)\/gpu/.test(message)) {
       return { reason: "Unschedulable", message: `${pod.metadata?.name}: ${message}` };
     }
@@ -202,7 +223,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     for (const [replica, pods] of instances) {
       if (role.elastic) instances.set(replica, servingMembers(pods));
       for (const pod of instances.get(replica)!) {
-        const problem = podProblem(pod, inventory);
+        const problem = podProblem(pod, inventory, observed.claims);
         if (problem) problems.push(problem);
       }
     }
@@ -247,7 +268,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
   const resizing = resizingCondition(render, resize, observed.pods);
 
   const ready = allReady && (router?.ready ?? true) && covered && !applyError && !pushError && endpoint !== undefined && !deleting;
-  const unschedulable = problems.find((p) => p.reason === "InsufficientGPU" || p.reason === "Unschedulable");
+  const unschedulable = problems.find((p) => p.reason === "InsufficientGPU" || p.reason === "Unschedulable" || p.reason === "VolumeNotBound");
   const firstProblem = problems[0];
   const phase: DeploymentStatus["phase"] = deleting
     ? "Deleting"

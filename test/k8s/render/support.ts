@@ -3,6 +3,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { Namespace } from "kubernetes-models/v1/Namespace";
+import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
 import { Pod } from "kubernetes-models/v1/Pod";
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
@@ -143,7 +144,7 @@ export function shape(file: string): RenderInput {
 
 /** Every object of a bundle, in a stable order: namespace, Services, pods, router objects. */
 export function objectsOf(bundle: RenderedDeployment): { apiVersion?: string; kind?: string; metadata?: { name?: string } }[] {
-  return [bundle.namespace, ...bundle.services, ...bundle.pods, ...bundle.routerObjects];
+  return [bundle.namespace, ...bundle.claims, ...bundle.services, ...bundle.pods, ...bundle.routerObjects];
 }
 
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -151,6 +152,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   "v1/Pod": Pod,
   "v1/Service": Service,
   "v1/ConfigMap": ConfigMap,
+  "v1/PersistentVolumeClaim": PersistentVolumeClaim,
   "v1/ServiceAccount": ServiceAccount,
   "apps/v1/Deployment": Deployment,
   "rbac.authorization.k8s.io/v1/Role": Role,
