@@ -25,6 +25,17 @@ export function inputFor(body: DeploymentBody, options: RenderOptions = OPTIONS,
   return { deployment: { id: DEPLOYMENT_ID, name: body.name, projectName, spec, generation: 3 }, options };
 }
 
+/**
+ * A shape admission refuses but the renderer still renders: SGLang EPD (refused until berth runs
+ * SGLang's /encode exchange, docs/decisions/0053); its arguments stay covered for that day.
+ */
+export function refusedInputFor(body: DeploymentBody, reason: RegExp): RenderInput {
+  const spec = applySpecDefaults(body.spec);
+  const problems = admitDeploymentSpec(body.name, spec, {});
+  if (!problems.some((p) => reason.test(p.message))) throw new Error(`fixture ${body.name} is no longer refused for ${reason}: ${JSON.stringify(problems)}`);
+  return { deployment: { id: DEPLOYMENT_ID, name: body.name, projectName: "default", spec, generation: 3 }, options: OPTIONS };
+}
+
 export function withSpec(input: RenderInput, edit: (spec: DeploymentSpec) => void): RenderInput {
   const copy = structuredClone(input);
   edit(copy.deployment.spec);
@@ -93,7 +104,10 @@ export const SHAPES: Shape[] = [
         .build(),
     ),
   },
-  { file: "sglang-epd", input: inputFor(aDeployment().engine("sglang").name("vl").epd().spec({ model: { name: "Qwen/Qwen3-VL-8B-Instruct" } }).build()) },
+  {
+    file: "sglang-epd",
+    input: refusedInputFor(aDeployment().engine("sglang").name("vl").epd().spec({ model: { name: "Qwen/Qwen3-VL-8B-Instruct" } }).build(), /supported with engine vllm only/),
+  },
   {
     file: "command-takeover",
     input: inputFor(
