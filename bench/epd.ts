@@ -20,6 +20,7 @@ import { parseArgs } from "node:util";
 import { type AgentWorld, eventually, startAgentWorld } from "../test/agent/e2e-support.ts";
 import { percentile, round } from "./support/stats.ts";
 import { printTable } from "./support/table.ts";
+import { pngDataUrl } from "../test/support/images.ts";
 
 const { values: flags } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 const QUICK = flags.quick;
@@ -65,17 +66,7 @@ const WORKLOADS = [
 
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 
-/** The start of a PNG (what the simulator reads: its size); `salt` makes a distinct image. */
-function png(side: number, salt: number): string {
-  const bytes = Buffer.alloc(32);
-  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).copy(bytes, 0);
-  bytes.writeUInt32BE(13, 8);
-  bytes.write("IHDR", 12, "latin1");
-  bytes.writeUInt32BE(side, 16);
-  bytes.writeUInt32BE(side, 20);
-  bytes.writeUInt32BE(salt, 28);
-  return `data:image/png;base64,${bytes.toString("base64")}`;
-}
+const png = (side: number, salt: number) => pngDataUrl(side, side, salt);
 
 interface Sample {
   ttftMs: number;

@@ -10,23 +10,14 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AgentWorld, eventually, startAgentWorld } from "./e2e-support.ts";
+import { pngDataUrl } from "../support/images.ts";
 
 const NS = "berth-vision";
 const MODEL = "Qwen/Qwen2.5-VL-7B-Instruct";
 /** Every request is bounded; one still open after this has hung. */
 const REQUEST_BOUND_MS = 90_000;
 
-/** The start of a PNG (signature, IHDR size): all the simulator reads; `salt` makes another image. */
-function png(width: number, height: number, salt: number): string {
-  const bytes = Buffer.alloc(32);
-  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).copy(bytes, 0);
-  bytes.writeUInt32BE(13, 8);
-  bytes.write("IHDR", 12, "latin1");
-  bytes.writeUInt32BE(width, 16);
-  bytes.writeUInt32BE(height, 20);
-  bytes.writeUInt32BE(salt, 28);
-  return `data:image/png;base64,${bytes.toString("base64")}`;
-}
+const png = pngDataUrl;
 
 interface Outcome {
   status: number;

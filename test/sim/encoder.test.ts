@@ -19,20 +19,11 @@ import {
 } from "../../src/sim/encoder.ts";
 import { RequestError } from "../../src/sim/openai.ts";
 import { metricValue, post, readSse, scrape, startSim, type SimProcess } from "./harness.ts";
+import { pngHeader } from "../support/images.ts";
 
 const MODEL = "Qwen/Qwen2.5-VL-7B-Instruct";
 
-/** The first 24 bytes of a PNG (signature + IHDR start): all the simulator reads of it. */
-function png(width: number, height: number, salt = 0): Buffer {
-  const bytes = Buffer.alloc(32);
-  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).copy(bytes, 0);
-  bytes.writeUInt32BE(13, 8);
-  bytes.write("IHDR", 12, "latin1");
-  bytes.writeUInt32BE(width, 16);
-  bytes.writeUInt32BE(height, 20);
-  bytes.writeUInt32BE(salt, 28);
-  return bytes;
-}
+const png = pngHeader;
 const dataUrl = (bytes: Buffer) => `data:image/png;base64,${bytes.toString("base64")}`;
 const chat = (url: string, text = "What is in this picture?") => ({
   model: MODEL,
