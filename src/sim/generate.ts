@@ -24,19 +24,6 @@ import { fetchPrefilledKv, kvTransferMs, prefillAnswerParams, readRemotePrefill,
 import type { SimRuntime } from "./runtime.ts";
 import { blockHashes, planGeneration, promptKey, tokenize } from "./tokens.ts";
 
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
 export function errorResponse(rt: SimRuntime, error: RequestError): Response {
   return Response.json(errorBody(rt.args.flavour, error.status, error.message, error.type, error.param), { status: error.status });
 }
@@ -163,6 +150,8 @@ class GenerateRun {
   private kvAnswer: Record<string, unknown> | null = null;
   /** EC producer: the items to save once the encoder ran. */
   private saveMedia: MediaItem[] = [];
+  /** Model-ms of encoding done here, inside the first prefill step. */
+  private localEncodeMs?: number;
   private sglangRoom?: string;
   /** Resolves the request's place in `runtime.inFlight` once its answer is complete. */
   private onDone: () => void = () => {};
@@ -200,8 +189,9 @@ class GenerateRun {
     void done.then(() => this.rt.inFlight.delete(entry));
     this.controller.signal.addEventListener("abort", () => this.abortRequest(), { once: true });
     let remotePrefillMs = await this.preparePd();
-    const encoder = await this.prepareMedia(remotePrefillMs !== undefined);
-    if (encoder !== undefined) remotePrefillMs = encoder;
+    const encoder = this.prepareMedia(remotePrefillMs !== undefined);
+    if (encoder?.instead !== undefined) remotePrefillMs = encoder.instead;
+    this.localEncodeMs = encoder?.local;
     if (this.controller.signal.aborted) {
       this.finish("abort");
       this.onDone();
@@ -216,9 +206,10 @@ class GenerateRun {
    * first (dummy) token is out — vLLM's producer runs only `_execute_mm_encoder` and answers
    * with placeholder tokens (vllm/v1/worker/gpu_model_runner.py, make_empty_encoder_model_runner_output).
    * A consumer loads what the encoder saved and encodes only the misses; an engine without EC
-   * encodes everything; a decode whose KV came from its prefill needs no encoder at all.
+   * encodes everything; a decode whose KV came from its prefill needs no encoder at all. `instead`
+   * replaces the prefill (producer); `local` runs in the first prefill step (engine-scheduler.ts).
    */
-  private async prepareMedia(kvFromPrefill: boolean): Promise<number | undefined> {
+  private prepareMedia(kvFromPrefill: boolean): { instead?: number; local?: number } | undefined {
     const { rt, prepared } = this;
     const { media } = prepared;
     if (media.length === 0 || kvFromPrefill) return undefined;
@@ -227,7 +218,7 @@ class GenerateRun {
       const fresh = media.filter((item) => loadEncoderCache(ec.storagePath, item.hash) === undefined);
       this.saveMedia = fresh;
       rt.log.info({ requestId: this.requestId, items: media.length, encoded: fresh.length }, "berth-sim: encoder request");
-      return Math.max(0.001, encodeMs(rt.perf, fresh.reduce((sum, item) => sum + item.tokens, 0)));
+      return { instead: Math.max(0.001, encodeMs(rt.perf, fresh.reduce((sum, item) => sum + item.tokens, 0))) };
     }
     const misses = ec ? media.filter((item) => loadEncoderCache(ec.storagePath, item.hash) === undefined) : media;
     if (ec && misses.length > 0) {
@@ -236,9 +227,7 @@ class GenerateRun {
         "berth-sim: encoder cache miss; encoding locally as vLLM's scheduler does",
       );
     }
-    const localMs = encodeMs(rt.perf, misses.reduce((sum, item) => sum + item.tokens, 0));
-    if (localMs > 0) await abortableSleep(localMs * rt.sim.timeScale, this.controller.signal);
-    return undefined;
+    return { local: encodeMs(rt.perf, misses.reduce((sum, item) => sum + item.tokens, 0)) };
   }
 
   /** Returns the model-ms KV transfer when the prompt's KV comes from a prefill server. */
@@ -286,6 +275,7 @@ class GenerateRun {
       outputTokens: this.plan.tokens,
       finishReason: this.plan.reason,
       remotePrefillMs,
+      ...(this.localEncodeMs && { encodeMs: this.localEncodeMs }),
       listener: {
         onScheduled: ({ cachedTokens, atMs }) => {
           this.cachedTokens = cachedTokens;
@@ -305,7 +295,12 @@ class GenerateRun {
     this.generated = index + 1;
     if (index === 0) {
       if (rt.ec && this.saveMedia.length > 0) {
-        for (const item of this.saveMedia) saveEncoderCache(rt.ec.storagePath, item, rt.perf.model.queryHeads * rt.perf.model.headDim);
+        try {
+          for (const item of this.saveMedia) saveEncoderCache(rt.ec.storagePath, item, rt.perf.model.queryHeads * rt.perf.model.headDim);
+        } catch (error) {
+          // The prefill will miss and encode these itself; the request still answers.
+          rt.log.error({ requestId: this.requestId, storagePath: rt.ec.storagePath, error: (error as Error).message }, "berth-sim: could not save encoder outputs");
+        }
         this.saveMedia = [];
       }
       rt.metrics.firstToken(prepared.rank, Math.max(0, atMs - this.arrivedAt) / 1000);
