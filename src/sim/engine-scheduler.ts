@@ -31,6 +31,8 @@ export interface EngineRequest {
    * request's first prefill chunk (vLLM's model runner runs `_execute_mm_encoder` before that
    * step's forward), so it lengthens the step for every sequence in it. Images whose placeholders
    * the prefix cache already holds need no encoding: the cost is charged pro rata to the uncached share.
+   * With `remotePrefillMs` (an EC producer: no language-model prefill) it is charged in full to the
+   * step that admits the request, so concurrent encoder requests share the GPU's steps.
    */
   encodeMs?: number;
   listener: RequestListener;
@@ -278,6 +280,7 @@ export class EngineScheduler {
     let budget = this.limits.maxBatchedTokens;
     const decode: Seq[] = [];
     const prefill: { seq: Seq; chunk: number }[] = [];
+    let admittedEncodeMs = 0;
 
     // 1. Every decoding request produces one token; it needs a KV slot for it, preempting the
     //    newest running request (recompute later) when the pool is full.
@@ -303,6 +306,10 @@ export class EngineScheduler {
       if (seq.state === "decode") {
         decode.push(seq);
         budget--;
+        if (!seq.encoded && (seq.req.encodeMs ?? 0) > 0) {
+          seq.encoded = true;
+          admittedEncodeMs += seq.req.encodeMs!;
+        }
       } else {
         const chunk = Math.min(seq.prefillTarget - seq.computed, budget);
         prefill.push({ seq, chunk });
@@ -314,7 +321,7 @@ export class EngineScheduler {
     let prefillTokens = 0;
     let prefillAttention = 0;
     let prefillContextTokens = 0;
-    let encodeMs = 0;
+    let encodeMs = admittedEncodeMs;
     for (const { seq, chunk } of prefill) {
       if (!seq.encoded && (seq.req.encodeMs ?? 0) > 0) {
         seq.encoded = true;

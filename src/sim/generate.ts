@@ -207,7 +207,8 @@ class GenerateRun {
    * with placeholder tokens (vllm/v1/worker/gpu_model_runner.py, make_empty_encoder_model_runner_output).
    * A consumer loads what the encoder saved and encodes only the misses; an engine without EC
    * encodes everything; a decode whose KV came from its prefill needs no encoder at all. `instead`
-   * replaces the prefill (producer); `local` runs in the first prefill step (engine-scheduler.ts).
+   * replaces the prefill (producer); `local` is the encoder's model-ms, run in the GPU's steps
+   * (engine-scheduler.ts `encodeMs`).
    */
   private prepareMedia(kvFromPrefill: boolean): { instead?: number; local?: number } | undefined {
     const { rt, prepared } = this;
@@ -218,7 +219,8 @@ class GenerateRun {
       const fresh = media.filter((item) => loadEncoderCache(ec.storagePath, item.hash) === undefined);
       this.saveMedia = fresh;
       rt.log.info({ requestId: this.requestId, items: media.length, encoded: fresh.length }, "berth-sim: encoder request");
-      return { instead: Math.max(0.001, encodeMs(rt.perf, fresh.reduce((sum, item) => sum + item.tokens, 0))) };
+      // No language-model prefill (a token's worth of "transfer"); the ViT runs in the GPU's steps.
+      return { instead: 0.001, local: encodeMs(rt.perf, fresh.reduce((sum, item) => sum + item.tokens, 0)) };
     }
     const misses = ec ? media.filter((item) => loadEncoderCache(ec.storagePath, item.hash) === undefined) : media;
     if (ec && misses.length > 0) {

@@ -57,7 +57,7 @@ function setup(perf: PerfModel, limits = { maxRunning: 256, maxBatchedTokens: 81
   const clock = new ManualClock();
   const events = observer();
   const scheduler = new EngineScheduler(perf, limits, 1, events, clock);
-  const submit = (promptTokens: number, outputTokens: number, encodeMs?: number): Trace => {
+  const submit = (promptTokens: number, outputTokens: number, encodeMs?: number, remotePrefillMs?: number): Trace => {
     const trace: Trace = { tokens: [] };
     scheduler.submit({
       id: String(Math.random()),
@@ -66,6 +66,7 @@ function setup(perf: PerfModel, limits = { maxRunning: 256, maxBatchedTokens: 81
       outputTokens,
       finishReason: "length",
       ...(encodeMs !== undefined && { encodeMs }),
+      ...(remotePrefillMs !== undefined && { remotePrefillMs }),
       listener: {
         onToken: (_index, at) => trace.tokens.push(at),
         onFinish: (reason, at) => (trace.finish = { reason, at }),
@@ -104,6 +105,17 @@ describe("EngineScheduler in virtual time", () => {
     expect(stalled[0]!).toBeGreaterThan(50 + prefillMs(H100_8B, 1000) * 0.9);
     // The image request's own first token carries the same encode, its later ones do not.
     expect(image.tokens[1]! - image.tokens[0]!).toBeLessThan(50);
+  });
+
+  it("encoder-only requests (no prefill) share the GPU: two 50 ms encodes admitted together both wait for 100 ms of work", () => {
+    const { clock, submit } = setup(H100_8B);
+    const start = clock.now();
+    const traces = [submit(1000, 1, 50, 0.001), submit(1000, 1, 50, 0.001)];
+    clock.drain();
+    for (const trace of traces) {
+      expect(trace.tokens[0]! - start).toBeGreaterThanOrEqual(100);
+      expect(trace.tokens[0]! - start).toBeLessThan(100 + prefillMs(H100_8B, 1000));
+    }
   });
 
   it("requests that arrive together share steps (continuous batching): 8 at once take far less than 8 × one", () => {
