@@ -87,6 +87,12 @@ export const AGENT_RULES: readonly AgentRule[] = [
   },
   {
     apiGroup: "",
+    resources: ["persistentvolumeclaims"],
+    verbs: APPLIED,
+    why: "vLLM EPD's shared encoder-cache claim <deployment>-ec-cache: applied, observed by label (its phase explains Pending pods), deleted with the deployment.",
+  },
+  {
+    apiGroup: "",
     resources: ["secrets"],
     verbs: ["list", "watch", "create", "delete"],
     why:

@@ -2,6 +2,7 @@
 // instance's pods, role and instance Services, and the router's objects. The agent's planner
 // decides what to create or delete from it; to create one instance or one elastic rank it calls
 // renderInstancePods / renderMemberPod instead.
+import { renderClaims } from "./claims.ts";
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { LABELS, MANAGED_BY, namespaceName } from "./names.ts";
 import { renderInstancePods } from "./pods.ts";
@@ -30,5 +31,5 @@ export function renderDeployment(input: RenderInput): RenderedDeployment {
       pods.push(...renderInstancePods(input, role.name, replica));
     }
   }
-  return { namespace: renderNamespace(deployment.projectName), pods, services, routerObjects: renderRouterObjects(input) };
+  return { namespace: renderNamespace(deployment.projectName), pods, services, routerObjects: renderRouterObjects(input), claims: renderClaims(input) };
 }

@@ -1,6 +1,8 @@
 // The pure Kubernetes renderer: a ModelDeployment's defaulted intent → Kubernetes objects.
 // No I/O, no clock, no randomness: equal input, equal output. Nothing here imports db/ or routes/.
 export { renderDeployment, renderNamespace } from "./deployment.ts";
+export { DEFAULT_EC_CACHE_SIZE, needsEcCache, renderClaims } from "./claims.ts";
+export { ecCacheClaimName } from "./engine-vllm.ts";
 export { findRole, gpuResourceName, MODEL_MOUNT_PATH, renderInstancePods, renderMemberPod } from "./pods.ts";
 export { renderInstanceService, renderRoleService } from "./services.ts";
 export { EXTERNAL_POLICIES, renderRouterObjects, routerConfig } from "./router.ts";

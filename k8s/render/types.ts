@@ -2,6 +2,7 @@
 // output (typed Kubernetes objects). Types only; the official object types come from
 // @kubernetes/client-node and are erased at run time.
 import type {
+  V1PersistentVolumeClaim,
   V1ConfigMap,
   V1Deployment,
   V1Namespace,
@@ -46,6 +47,8 @@ export interface RenderOptions {
   sglangGatewayImage?: string;
   /** DNS suffix of the cluster (`<svc>.<ns>.svc.<clusterDomain>`); default `cluster.local`. */
   clusterDomain?: string;
+  /** vLLM EPD's shared encoder-cache claim: storage class (unset: the cluster's default) and size (default 10Gi). */
+  ecCache?: { storageClassName?: string; size?: string };
 }
 
 export interface RenderInput {
@@ -54,7 +57,7 @@ export interface RenderInput {
 }
 
 /** RenderOptions with every default filled in. */
-export type ResolvedOptions = Required<Omit<RenderOptions, "enginePort">> & { enginePort: number };
+export type ResolvedOptions = Required<Omit<RenderOptions, "enginePort" | "ecCache">> & { enginePort: number };
 
 export type RouterObject = V1Deployment | V1Service | V1ConfigMap | V1ServiceAccount | V1Role | V1RoleBinding;
 
@@ -66,4 +69,6 @@ export interface RenderedDeployment {
   services: V1Service[];
   /** Router Deployment, Service, ConfigMap (and discovery RBAC for external routers); empty without a router. */
   routerObjects: RouterObject[];
+  /** vLLM EPD: the encoder-cache claim encode and prefill pods mount; empty otherwise. */
+  claims: V1PersistentVolumeClaim[];
 }

@@ -10,6 +10,7 @@ import { GPU_TYPE_LABEL } from "../render/names.ts";
 import { type ObservedRequest, startApiServer } from "./api-server.ts";
 import { DeploymentController } from "./deployment-controller.ts";
 import { EndpointsController } from "./endpoints-controller.ts";
+import { VolumeController } from "./volumes.ts";
 import { EventRecorder, startEventExpiry } from "./events.ts";
 import { AddressPool, type AddressMemory } from "./ip-pool.ts";
 import { Kubelet } from "./kubelet.ts";
@@ -91,6 +92,8 @@ export interface SimCluster {
   kubeconfigPath?: string;
   /** For `new KubeConfig().loadFromOptions(...)`. */
   kubeConfigOptions: ReturnType<typeof kubeConfigOptions>;
+  /** Pod sandboxes and claim volumes live under `<workDir>/pods` and `<workDir>/volumes`. */
+  workDir: string;
   /** Process ids of every running pod process (containers and hooks). */
   processIds(): number[];
   /** now: kill every pod process at once; otherwise stop pods as on a delete (preStop, grace) first. */
@@ -208,7 +211,8 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
   const proxy = new ServiceProxy(store, log);
   const deployments = new DeploymentController(store, registry, new EventRecorder(registry, "deployment-controller"));
   const namespaces = new NamespaceController(store, registry);
-  for (const controller of [scheduler, kubelet, endpoints, proxy, deployments, namespaces]) controller.start();
+  const volumes = new VolumeController(store, workDir);
+  for (const controller of [scheduler, kubelet, endpoints, proxy, deployments, namespaces, volumes]) controller.start();
   const stopEventExpiry = startEventExpiry(registry);
 
   const token = typeof options.token === "string" ? options.token : options.token === true ? crypto.randomUUID().replaceAll("-", "") : undefined;
@@ -234,12 +238,13 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
     ...(token && { token }),
     ...(kubeconfigPath && { kubeconfigPath }),
     kubeConfigOptions: kubeConfigOptions(server.url, { token }),
+    workDir,
     processIds: () => kubelet.pids(),
     stop: (stopOptions = {}) =>
       (stopped ??= (async () => {
         stopping = true;
         await kubelet.stop(stopOptions);
-        for (const controller of [scheduler, endpoints, proxy, deployments, namespaces]) controller.stop();
+        for (const controller of [scheduler, endpoints, proxy, deployments, namespaces, volumes]) controller.stop();
         stopEventExpiry();
         await server.close();
         podAddresses.close();

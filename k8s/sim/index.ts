@@ -4,3 +4,4 @@ export { berthPrograms, startSimCluster, type SimCluster, type SimClusterOptions
 export { kubeConfigOptions, kubeconfigFor, writeKubeconfig } from "./kubeconfig.ts";
 export type { ObservedRequest } from "./api-server.ts";
 export type { Programs } from "./program.ts";
+export { SIM_STORAGE_CLASSES } from "./volumes.ts";

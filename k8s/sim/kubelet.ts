@@ -31,6 +31,7 @@ import { classifyImage, EnvError, expandReferences, normalizeImage, resolveEnv, 
 import type { Registry } from "./registry.ts";
 import { resourceOf } from "./resources.ts";
 import type { Store } from "./store.ts";
+import { claimDir, PVCS } from "./volumes.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 type Dict = Record<string, any>;
@@ -298,8 +299,19 @@ class PodWorker {
         } else if (volume.emptyDir) {
           mkdirSync(dir, { recursive: true });
           hostDirs.set(volume.name, dir);
+        } else if (volume.persistentVolumeClaim) {
+          // Every pod of a claim shares its volume's one host directory (volumes.ts).
+          const claimName = volume.persistentVolumeClaim.claimName;
+          const claim = registry.find(PVCS, this.namespace, claimName);
+          if (!claim || (claim.status as Dict | undefined)?.phase !== "Bound") {
+            problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : persistentvolumeclaim "${claimName}" ${claim ? "is not bound" : "not found"}`);
+            continue;
+          }
+          const shared = claimDir(this.kubelet.options.workDir, claim);
+          mkdirSync(shared, { recursive: true });
+          hostDirs.set(volume.name, shared);
         }
-        // Claims, hostPath and the rest are not materialized: nothing in a simulated pod reads them.
+        // hostPath and the rest are not materialized: nothing in a simulated pod reads them.
       }
       if (problems.length === 0) {
         for (const container of this.containers) {
@@ -449,6 +461,9 @@ class PodWorker {
       nodePath: process.execPath,
     });
     const processEnv: Record<string, string> = { ...hostEnv(), HOSTNAME: this.spec.hostname ?? this.name, BERTH_POD_IP: this.ip! };
+    // Paths inside JSON flags (vLLM's --ec-transfer-config shared_storage_path) are not argv words
+    // the kubelet can point elsewhere: the process maps them itself with this table.
+    if (mounts.size > 0) processEnv.BERTH_VOLUME_MOUNTS = JSON.stringify(Object.fromEntries(mounts));
     for (const [key, value] of env) processEnv[key] = rewriteMountedPaths(value, mounts);
     c.env = processEnv;
 

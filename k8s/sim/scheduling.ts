@@ -8,6 +8,7 @@ import type { Registry } from "./registry.ts";
 import { resourceOf } from "./resources.ts";
 import { schedulePod, type PlacedPod, type PodSpecForScheduling, type SchedulingNode } from "./scheduler.ts";
 import type { Store } from "./store.ts";
+import { claimsProblem, PVCS } from "./volumes.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 type Dict = Record<string, any>;
@@ -31,7 +32,7 @@ export class SchedulingLoop {
 
   start(): void {
     this.#unsubscribe = this.store.subscribe((change) => {
-      if (change.resource === NODES) return this.#retryUnschedulable();
+      if (change.resource === NODES || change.resource === PVCS) return this.#retryUnschedulable();
       if (change.resource !== PODS) return;
       const pod = change.object;
       const key = `${pod.metadata.namespace}/${pod.metadata.name}`;
@@ -67,7 +68,11 @@ export class SchedulingLoop {
       .list(PODS)
       .filter((p) => (p.spec as Dict).nodeName && !finished(p))
       .map((p) => ({ nodeName: (p.spec as Dict).nodeName, spec: p.spec as PodSpecForScheduling }));
-    const placement = schedulePod(spec as PodSpecForScheduling, nodes, placed);
+    // VolumeBinding's PreFilter runs before any node is looked at; its message replaces the per-node counts.
+    const claims = claimsProblem(spec, namespace, (ns, claim) => this.store.get(PVCS, ns, claim));
+    const placement = claims
+      ? { node: undefined, message: `0/${nodes.length} nodes are available: ${claims}. preemption: 0/${nodes.length} nodes are available: ${nodes.length} Preemption is not helpful for scheduling.` }
+      : schedulePod(spec as PodSpecForScheduling, nodes, placed);
     if (placement.node !== undefined) {
       this.#unschedulable.delete(key);
       try {

@@ -7,6 +7,7 @@ import { fieldError, type KubeObject, type StatusCause } from "./objects.ts";
 import { deepEqual, isObject } from "./patch.ts";
 import { fromSelectorObject, matchesLabels, SelectorError, type LabelSelectorObject } from "./selectors.ts";
 import type { ResourceType } from "./resources.ts";
+import { defaultClaim, initialClaimStatus } from "./volumes.ts";
 
 type Dict = Record<string, any>;
 
@@ -250,8 +251,23 @@ const STRATEGIES: Record<string, Strategy> = {
     update: (next, old) => (deepEqual(next.spec?.selector, old.spec?.selector) ? [] : [fieldError.immutable("spec.selector", next.spec?.selector)]),
   },
   persistentvolumeclaims: {
-    // Nothing provisions volumes here: a claim is Bound at once.
-    initialStatus: (claim) => ({ phase: "Bound", accessModes: claim.spec?.accessModes ?? [], capacity: claim.spec?.resources?.requests ?? {} }),
+    defaults: defaultClaim,
+    initialStatus: initialClaimStatus,
+    validate: (claim) => {
+      const causes: StatusCause[] = [];
+      if (!Array.isArray(claim.spec?.accessModes) || claim.spec.accessModes.length === 0) causes.push(fieldError.required("spec.accessModes"));
+      if (!claim.spec?.resources?.requests?.storage) causes.push(fieldError.required("spec.resources[storage]"));
+      return causes;
+    },
+    update: (next, old) => {
+      // The binding stays; a claim's spec is immutable apart from its requests once bound.
+      next.spec.volumeName ||= old.spec?.volumeName;
+      const causes: StatusCause[] = [];
+      for (const field of ["accessModes", "storageClassName", "volumeName", "volumeMode"] as const) {
+        if (old.spec?.[field] !== undefined && !deepEqual(next.spec?.[field], old.spec[field])) causes.push(fieldError.immutable(`spec.${field}`, next.spec?.[field]));
+      }
+      return causes;
+    },
   },
 };
 

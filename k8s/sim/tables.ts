@@ -152,9 +152,23 @@ const COLUMNS: Record<string, Column[]> = {
     },
     ageColumn,
   ],
+  // kubectl 1.32's claim columns (pkg/printers/internalversion printPersistentVolumeClaim).
+  persistentvolumeclaims: [
+    name,
+    { name: "Status", type: "string", cell: (o) => o.status?.phase ?? "" },
+    { name: "Volume", type: "string", cell: (o) => o.spec?.volumeName ?? "" },
+    { name: "Capacity", type: "string", cell: (o) => o.status?.capacity?.storage ?? "" },
+    { name: "Access Modes", type: "string", cell: (o) => (o.status?.accessModes ?? []).map((m: string) => ACCESS_MODES[m] ?? m).join(",") },
+    { name: "StorageClass", type: "string", cell: (o) => o.spec?.storageClassName ?? "" },
+    { name: "VolumeAttributesClass", type: "string", cell: (o) => o.spec?.volumeAttributesClassName ?? "<unset>" },
+    ageColumn,
+    { name: "VolumeMode", type: "string", priority: 1, cell: (o) => o.spec?.volumeMode ?? "" },
+  ],
   configmaps: [name, { name: "Data", type: "integer", cell: (o) => Object.keys(o.data ?? {}).length + Object.keys(o.binaryData ?? {}).length }, ageColumn],
   secrets: [name, { name: "Type", type: "string", cell: (o) => o.type ?? "Opaque" }, { name: "Data", type: "integer", cell: (o) => Object.keys(o.data ?? {}).length }, ageColumn],
 };
+
+const ACCESS_MODES: Record<string, string> = { ReadWriteOnce: "RWO", ReadOnlyMany: "ROX", ReadWriteMany: "RWX", ReadWriteOncePod: "RWOP" };
 
 const GENERIC: Column[] = [name, { name: "Created At", type: "date", cell: (o) => o.metadata.creationTimestamp ?? "" }];
 

@@ -37,6 +37,8 @@ import { computeStatus } from "./status.ts";
 export interface AgentConfig {
   agentVersion: string;
   routerImage: string;
+  /** vLLM EPD's shared encoder-cache claim: storage class (unset: the cluster's default; it must offer ReadWriteMany) and size. */
+  ecCache?: { storageClassName?: string; size?: string };
   heartbeatMs: number;
   resyncMs: number;
   /**
@@ -277,7 +279,7 @@ export function createAgent({
     const scaling = state.scaling;
     const render: RenderInput = {
       deployment: { id: deployment.id, name: deployment.name, projectName, spec: deployment.spec, generation: deployment.generation },
-      options: { routerImage: config.routerImage },
+      options: { routerImage: config.routerImage, ...(config.ecCache && { ecCache: config.ecCache }) },
     };
     const namespace = namespaceName(projectName);
     const routerKinds = deleting || deployment.spec.router !== undefined;

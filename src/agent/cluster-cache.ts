@@ -8,6 +8,7 @@
 import type {
   KubernetesObject,
   V1ConfigMap,
+  V1PersistentVolumeClaim,
   V1Deployment,
   V1Pod,
   V1Role,
@@ -20,10 +21,10 @@ import { LABELS } from "../../k8s/render/index.ts";
 import { isRouterObject, type Observed } from "./observe.ts";
 
 /** Every kind the agent observes, as the API's plural resource names. */
-export const CACHED_KINDS = ["namespaces", "pods", "services", "deployments", "configmaps", "secrets", "serviceaccounts", "roles", "rolebindings"] as const;
+export const CACHED_KINDS = ["namespaces", "pods", "services", "persistentvolumeclaims", "deployments", "configmaps", "secrets", "serviceaccounts", "roles", "rolebindings"] as const;
 export type CachedKind = (typeof CACHED_KINDS)[number];
 /** What every pass reads. */
-export const CORE_KINDS: readonly CachedKind[] = ["namespaces", "pods", "services"];
+export const CORE_KINDS: readonly CachedKind[] = ["namespaces", "pods", "services", "persistentvolumeclaims"];
 /** What only a router brings (or a deletion may have to remove). */
 export const ROUTER_KINDS: readonly CachedKind[] = ["deployments", "configmaps", "secrets", "serviceaccounts", "roles", "rolebindings"];
 
@@ -34,6 +35,7 @@ const KIND_OF_OBJECT: Record<string, CachedKind> = {
   Namespace: "namespaces",
   Pod: "pods",
   Service: "services",
+  PersistentVolumeClaim: "persistentvolumeclaims",
   Deployment: "deployments",
   ConfigMap: "configmaps",
   Secret: "secrets",
@@ -128,6 +130,7 @@ export function observeFromCache(cache: ClusterCache, namespace: string, deploym
     serviceAccounts: of<V1ServiceAccount>("serviceaccounts"),
     roles: of<V1Role>("roles"),
     roleBindings: of<V1RoleBinding>("rolebindings"),
+    claims: of<V1PersistentVolumeClaim>("persistentvolumeclaims"),
   };
 }
 

@@ -41,6 +41,7 @@ export function expectationsOf(action: Action): Expectation[] {
   switch (action.kind) {
     case "applyNamespace":
     case "applyService":
+    case "applyClaim":
     case "applyRouterObject":
     case "createPod":
       return presence(action.object as KubernetesObject);

@@ -21,6 +21,10 @@ const SOURCES: Record<CachedKind, { path: string; list: (kube: Kube, labelSelect
   namespaces: { path: "/api/v1/namespaces", list: (k, labelSelector) => k.core.listNamespace({ labelSelector }) },
   pods: { path: "/api/v1/pods", list: (k, labelSelector) => k.core.listPodForAllNamespaces({ labelSelector }) },
   services: { path: "/api/v1/services", list: (k, labelSelector) => k.core.listServiceForAllNamespaces({ labelSelector }) },
+  persistentvolumeclaims: {
+    path: "/api/v1/persistentvolumeclaims",
+    list: (k, labelSelector) => k.core.listPersistentVolumeClaimForAllNamespaces({ labelSelector }),
+  },
   deployments: { path: "/apis/apps/v1/deployments", list: (k, labelSelector) => k.apps.listDeploymentForAllNamespaces({ labelSelector }) },
   configmaps: { path: "/api/v1/configmaps", list: (k, labelSelector) => k.core.listConfigMapForAllNamespaces({ labelSelector }) },
   secrets: { path: "/api/v1/secrets", list: (k, labelSelector) => k.core.listSecretForAllNamespaces({ labelSelector }) },

@@ -6,6 +6,7 @@
 // apart from engine pods: the planner never creates or deletes them one by one.
 import type {
   V1ConfigMap,
+  V1PersistentVolumeClaim,
   V1Deployment,
   V1Pod,
   V1Role,
@@ -30,6 +31,8 @@ export interface Observed {
   serviceAccounts: V1ServiceAccount[];
   roles: V1Role[];
   roleBindings: V1RoleBinding[];
+  /** vLLM EPD's encoder-cache claim. */
+  claims: V1PersistentVolumeClaim[];
 }
 
 export const emptyObserved = (namespaceExists: boolean): Observed => ({
@@ -43,6 +46,7 @@ export const emptyObserved = (namespaceExists: boolean): Observed => ({
   serviceAccounts: [],
   roles: [],
   roleBindings: [],
+  claims: [],
 });
 
 export const selectorOf = (deploymentId: string) => `${LABELS.managedBy}=${MANAGED_BY},${LABELS.deploymentId}=${deploymentId}`;
@@ -53,12 +57,12 @@ export const isRouterObject = (object: { metadata?: { labels?: Record<string, st
 /** Every object the deployment owns, for "is anything left?" before deletion is confirmed. */
 export const observedCount = (o: Observed) =>
   o.pods.length + o.services.length + o.routerPods.length + o.deployments.length + o.configMaps.length + o.secrets.length +
-  o.serviceAccounts.length + o.roles.length + o.roleBindings.length;
+  o.serviceAccounts.length + o.roles.length + o.roleBindings.length + o.claims.length;
 
 /**
  * @param routerKinds also list the kinds only a router brings (Deployment, ConfigMap, Secret,
  *   RBAC): needed when the spec has a router or the deployment is being deleted; skipped
- *   otherwise, so a routerless pass costs two lists, not eight.
+ *   otherwise, so a routerless pass costs three lists (pods, Services, claims), not nine.
  */
 export async function observeDeployment(kube: Kube, namespace: string, deploymentId: string, routerKinds = true): Promise<Observed> {
   try {
@@ -69,9 +73,10 @@ export async function observeDeployment(kube: Kube, namespace: string, deploymen
   }
   const q = { namespace, labelSelector: selectorOf(deploymentId) };
   const none = Promise.resolve({ items: [] });
-  const [pods, services, deployments, configMaps, secrets, serviceAccounts, roles, roleBindings] = await Promise.all([
+  const [pods, services, claims, deployments, configMaps, secrets, serviceAccounts, roles, roleBindings] = await Promise.all([
     kube.core.listNamespacedPod(q),
     kube.core.listNamespacedService(q),
+    kube.core.listNamespacedPersistentVolumeClaim(q),
     routerKinds ? kube.apps.listNamespacedDeployment(q) : none,
     routerKinds ? kube.core.listNamespacedConfigMap(q) : none,
     routerKinds ? kube.core.listNamespacedSecret(q) : none,
@@ -90,5 +95,6 @@ export async function observeDeployment(kube: Kube, namespace: string, deploymen
     serviceAccounts: serviceAccounts.items,
     roles: roles.items,
     roleBindings: roleBindings.items,
+    claims: claims.items,
   };
 }

@@ -6,13 +6,14 @@
 // the UID it observed. Router objects are applied when missing or when the router's spec hash
 // (or replica count) moved, never on every pass; the builtin router's admin-token Secret is
 // created once, never rewritten.
-import type { V1Deployment, V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
+import type { V1Deployment, V1Namespace, V1PersistentVolumeClaim, V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   LABELS,
   MANAGED_BY,
   renderInstancePods,
   renderInstanceService,
   renderMemberPod,
+  renderClaims,
   renderNamespace,
   renderRoleService,
   renderRouterObjects,
@@ -39,6 +40,7 @@ export interface ObjectRef {
 export type Action =
   | { kind: "applyNamespace"; object: V1Namespace }
   | { kind: "applyService"; object: V1Service }
+  | { kind: "applyClaim"; object: V1PersistentVolumeClaim }
   | { kind: "applyRouterObject"; object: RouterObject }
   /** The token is drawn when the action runs (the plan stays pure); a 409 keeps the existing one. */
   | { kind: "createTokenSecret"; namespace: string; name: string; key: string; labels: Record<string, string> }
@@ -81,6 +83,10 @@ export function planDeployment({ render, deleting, observed, inventory, inventor
   const namespace = renderNamespace(deployment.projectName);
   const ns = namespace.metadata!.name!;
   if (!observed.namespaceExists) actions.push({ kind: "applyNamespace", object: namespace });
+  // EPD's shared volume before the pods that mount it (they stay Pending until it is Bound).
+  for (const claim of renderClaims(render)) {
+    if (!observed.claims.some((c) => c.metadata?.name === claim.metadata!.name)) actions.push({ kind: "applyClaim", object: claim });
+  }
   actions.push(...planRouter(render, observed));
   const serviceNames = new Set(observed.services.map((s) => s.metadata?.name));
   const pods = observed.pods;
@@ -279,6 +285,7 @@ function planDeletion(observed: Observed): Action[] {
   for (const a of observed.serviceAccounts) actions.push(refOf("v1", "ServiceAccount", a));
   for (const r of observed.roles) actions.push(refOf("rbac.authorization.k8s.io/v1", "Role", r));
   for (const b of observed.roleBindings) actions.push(refOf("rbac.authorization.k8s.io/v1", "RoleBinding", b));
+  for (const c of observed.claims) if (c.metadata?.deletionTimestamp == null) actions.push(refOf("v1", "PersistentVolumeClaim", c));
   // Router pods go with their Deployment (garbage collection); one left behind once the
   // Deployment is gone would be an orphan, so it is deleted here.
   if (observed.deployments.length === 0) {

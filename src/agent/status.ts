@@ -9,7 +9,7 @@
 // An instance counts as a unit (instance-group.ts): ready only when every member the render expects
 // is present, Ready and of one revision; a multi-host one names its first missing or failed member,
 // and one that cannot be placed whole says InsufficientGPU for the group (needed and free GPUs).
-import type { V1Pod, V1Service } from "@kubernetes/client-node";
+import type { V1PersistentVolumeClaim, V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   GPU_TYPE_LABEL,
   resolveOptions,
@@ -80,11 +80,32 @@ export function freeGpusFor(gpuType: string | undefined, inventory: Inventory | 
   return `${largest} free on the best node, ${total} free on ${nodes.length} node${nodes.length === 1 ? "" : "s"}`;
 }
 
+/**
+ * A claim the pod mounts that is missing or not Bound (kube-scheduler's VolumeBinding keeps such a
+ * pod Pending: "pod has unbound immediate PersistentVolumeClaims" / `persistentvolumeclaim "x" not found`).
+ */
+function unboundClaim(pod: V1Pod, message: string, claims: readonly V1PersistentVolumeClaim[]): Problem | undefined {
+  if (!/unbound immediate PersistentVolumeClaims|persistentvolumeclaim "[^"]*" (not found|is being deleted)/.test(message)) return undefined;
+  for (const volume of pod.spec?.volumes ?? []) {
+    const name = volume.persistentVolumeClaim?.claimName;
+    if (!name) continue;
+    const claim = claims.find((c) => c.metadata?.name === name);
+    if (claim?.status?.phase === "Bound") continue;
+    const what = claim
+      ? `claim ${name} is ${claim.status?.phase ?? "Pending"} in storage class ${claim.spec?.storageClassName ?? "(the cluster default)"}; the class must exist and provision ReadWriteMany volumes`
+      : `claim ${name} does not exist yet`;
+    return { reason: "VolumeNotBound", message: `${pod.metadata?.name}: ${what}` };
+  }
+  return { reason: "VolumeNotBound", message: `${pod.metadata?.name}: ${message}` };
+}
+
 /** Why a pod is not running, most specific first. */
-export function podProblem(pod: V1Pod, inventory?: Inventory): Problem | undefined {
+export function podProblem(pod: V1Pod, inventory?: Inventory, claims: readonly V1PersistentVolumeClaim[] = []): Problem | undefined {
   const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
   if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") {
     const message = scheduled.message ?? "";
+    const volume = unboundClaim(pod, message, claims);
+    if (volume) return volume;
     if (!/Insufficient (nvidia\.com|amd\.com)\/gpu/.test(message)) {
       return { reason: "Unschedulable", message: `${pod.metadata?.name}: ${message}` };
     }
@@ -211,7 +232,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     for (const [replica, pods] of instances) {
       if (role.elastic) instances.set(replica, servingMembers(pods));
       for (const pod of instances.get(replica)!) {
-        const problem = podProblem(pod, inventory);
+        const problem = podProblem(pod, inventory, observed.claims);
         if (problem) problems.push(problem);
       }
     }
@@ -275,7 +296,7 @@ export function computeStatus({ render, deleting, observed, applyError, previous
   const resizing = resizingCondition(render, resize, observed.pods);
 
   const ready = allReady && (router?.ready ?? true) && covered && !applyError && !pushError && endpoint !== undefined && !deleting;
-  const unschedulable = problems.find((p) => p.reason === "InsufficientGPU" || p.reason === "Unschedulable");
+  const unschedulable = problems.find((p) => p.reason === "InsufficientGPU" || p.reason === "Unschedulable" || p.reason === "VolumeNotBound");
   const firstProblem = problems[0];
   const phase: DeploymentStatus["phase"] = deleting
     ? "Deleting"

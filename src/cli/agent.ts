@@ -5,14 +5,22 @@ import { createAgent } from "../agent/agent.ts";
 import { createApiClient } from "../agent/api-client.ts";
 import { allowPlainHttp, createKube } from "../agent/kube.ts";
 import { systemClock } from "../domain/clock.ts";
+import { DEFAULT_EC_CACHE_SIZE } from "../../k8s/render/index.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 
 const USAGE = `usage: berth agent --api URL --token ba_… [--kubeconfig FILE] [--router-image IMAGE]
+                   [--ec-cache-storage-class NAME] [--ec-cache-size QUANTITY]
        berth agent install --print --api URL [--token ba_…]   (berth agent install --help)
 
 Runs the cluster agent: it long-polls the API for its cluster's deployments and reconciles
 them into Kubernetes. --api and --token may come from BERTH_API_URL and BERTH_AGENT_TOKEN;
-the cluster from --kubeconfig, else KUBECONFIG or ~/.kube/config, else in-cluster.`;
+the cluster from --kubeconfig, else KUBECONFIG or ~/.kube/config, else in-cluster.
+vLLM EPD deployments share encoder outputs through a ReadWriteMany claim <deployment>-ec-cache:
+--ec-cache-storage-class picks its class (default: the cluster's default class), --ec-cache-size
+its size (default ${DEFAULT_EC_CACHE_SIZE}).`;
+
+/** A Kubernetes quantity as a claim's storage request takes it (10Gi, 500M, 1.5T). */
+const QUANTITY = /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
 
 export async function run(args: string[]): Promise<number> {
   // `berth agent install …` prints manifests and exits: it needs no API or cluster connection.
@@ -23,8 +31,20 @@ export async function run(args: string[]): Promise<number> {
   const { values } = parseCommandArgs(args, {
     name: "berth agent",
     usage: USAGE,
-    options: { api: { type: "string" }, token: { type: "string" }, kubeconfig: { type: "string" }, "router-image": { type: "string" } },
+    options: {
+      api: { type: "string" },
+      token: { type: "string" },
+      kubeconfig: { type: "string" },
+      "router-image": { type: "string" },
+      "ec-cache-storage-class": { type: "string" },
+      "ec-cache-size": { type: "string" },
+    },
   });
+  const size = values["ec-cache-size"];
+  if (size !== undefined && !QUANTITY.test(size)) {
+    throw new UsageError(`--ec-cache-size must be a Kubernetes quantity such as 10Gi or 500Mi (got "${size}")`, USAGE);
+  }
+  const storageClassName = values["ec-cache-storage-class"];
   const api = values.api ?? process.env.BERTH_API_URL;
   const token = values.token ?? process.env.BERTH_AGENT_TOKEN;
   if (!api || !token) throw new UsageError("--api URL and --token are required", USAGE);
@@ -37,7 +57,12 @@ export async function run(args: string[]): Promise<number> {
     kube: createKube(kc),
     api: createApiClient({ baseUrl: api, token }),
     clock: systemClock,
-    config: values["router-image"] ? { routerImage: values["router-image"] } : {},
+    config: {
+      ...(values["router-image"] && { routerImage: values["router-image"] }),
+      ...((storageClassName !== undefined || size !== undefined) && {
+        ecCache: { ...(storageClassName !== undefined && { storageClassName }), ...(size !== undefined && { size }) },
+      }),
+    },
   });
   agent.start();
   process.stderr.write(JSON.stringify({ level: "info", msg: "berth agent started", api, server: kc.getCurrentCluster()?.server }) + "\n");

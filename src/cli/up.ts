@@ -7,7 +7,8 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
-import { berthPrograms, type SimCluster, type SimNode, startSimCluster } from "../../k8s/sim/index.ts";
+import { DEFAULT_EC_CACHE_SIZE } from "../../k8s/render/index.ts";
+import { berthPrograms, SIM_STORAGE_CLASSES, type SimCluster, type SimNode, startSimCluster } from "../../k8s/sim/index.ts";
 import { createAgent, type Agent, type Logger } from "../agent/agent.ts";
 import { type AgentApi, createApiClient, registerAgent } from "../agent/api-client.ts";
 import { createKube } from "../agent/kube.ts";
@@ -195,7 +196,7 @@ export async function runUp(config: Config, options: UpOptions, env: Record<stri
   const kc = new KubeConfig();
   kc.loadFromOptions(cluster.kubeConfigOptions);
   const agentApi: AgentApi = createApiClient({ baseUrl: server.url, token: agentToken });
-  agent = createAgent({ kube: createKube(kc), api: agentApi, clock: systemClock, config: { routerImage: ROUTER_IMAGE }, logger: agentLogger(logLevel) });
+  agent = createAgent({ kube: createKube(kc), api: agentApi, clock: systemClock, config: { routerImage: ROUTER_IMAGE, ecCache: { storageClassName: SIM_STORAGE_CLASSES[0], size: DEFAULT_EC_CACHE_SIZE } }, logger: agentLogger(logLevel) });
   agent.start();
   say(`agent started for cluster ${clusterName} (${clusterId})`);
 

@@ -127,6 +127,18 @@ function checkShape(spec: DeploymentSpec, errors: FieldError[]): void {
       message: "an encode role needs a prefill and a decode role (EPD); add them or remove the encode role",
     });
   }
+  if (encode.length > 0 && spec.engine.name === "sglang") {
+    // docs/decisions/0057: SGLang's encoder (--encoder-only) is its own server answering POST /encode
+    // to the language-only prefill, which calls it itself (sglang python/sglang/srt/disaggregation/
+    // encode_server.py, encode_receiver.py); berth's simulator does not run that exchange, so berth
+    // cannot show such a deployment working.
+    errors.push({
+      pointer: role$(encode[0]!, "kind"),
+      message:
+        "encode roles are supported with engine vllm only: SGLang's encoder serves POST /encode to its language-only prefill " +
+        "(sglang python/sglang/srt/disaggregation/encode_server.py), an exchange berth does not run yet; use engine vllm for EPD, or drop the encode role",
+    });
+  }
   if (spec.kvTransfer && !isDisaggregated(spec.roles)) {
     errors.push({
       pointer: at("spec", "kvTransfer"),

@@ -53,8 +53,11 @@ export function legRequestId(exchange: Exchange): string {
 }
 
 /**
- * EPD's first step, our choice (as vLLM's example EPD proxy does): the request, with
- * max_tokens 1 and stream false, to an encoder's /v1/chat/completions. Returns the encoder's id when the request should go on to
+ * EPD's first step, as vLLM's disaggregated-encoder proxy does it (examples/online_serving/
+ * disaggregated_encoder/disagg_epd_proxy.py, fanout_encoder_primer): the request, with max_tokens 1
+ * (max_completion_tokens 1 when given), stream false and no stream_options, to an encoder's
+ * /v1/chat/completions under the same x-request-id; the encoder (ec_producer) answers once its
+ * outputs are in the shared cache, so prefill (ec_consumer) finds them. Returns the encoder's id when the request should go on to
  * prefill/decode; undefined when the client has already been answered (a router error or
  * the encoder's error).
  */

@@ -4,6 +4,7 @@
 import { parseArgs } from "node:util";
 import { GPU_TYPES, isGpuType, type GpuType } from "../domain/gpu-profiles.ts";
 import { FlagReader, readFlags, UsageError } from "../domain/flag-reader.ts";
+import type { EcTransferConfig } from "./encoder.ts";
 
 export type Flavour = "vllm" | "sglang";
 export type DisaggregationMode = "null" | "prefill" | "decode";
@@ -52,6 +53,8 @@ export interface EngineArgs {
   /** vLLM `--shutdown-timeout` seconds: 0 aborts in-flight requests on SIGTERM, > 0 drains that long. */
   shutdownTimeout: number;
   kvTransfer?: KvTransferConfig;
+  /** vLLM `--ec-transfer-config`: encoder-cache disaggregation (EPD). */
+  ecTransfer?: EcTransferConfig;
   apiKeys: string[];
   enableRequestIdHeaders: boolean;
   enablePromptTokensDetails: boolean;
@@ -214,6 +217,11 @@ function readVllm(flags: FlagReader, positionals: string[], env: Readonly<Record
   if (kvTransfer?.kv_connector && !kvTransfer.kv_role) {
     throw new UsageError("--kv-transfer-config: kv_role must be set when kv_connector is set (kv_producer, kv_consumer or kv_both)");
   }
+  // vllm/config/ec_transfer.py: ec_role must be one of ECRole once ec_connector is set.
+  const ecTransfer = flags.json("--ec-transfer-config") as EcTransferConfig | undefined;
+  if (ecTransfer?.ec_connector && ecTransfer.ec_role !== "ec_producer" && ecTransfer.ec_role !== "ec_consumer") {
+    throw new UsageError(`--ec-transfer-config: ec_role must be ec_producer or ec_consumer when ec_connector is set, got ${String(ecTransfer.ec_role)}`);
+  }
   const engine: EngineArgs = {
     flavour: "vllm",
     model,
@@ -235,6 +243,7 @@ function readVllm(flags: FlagReader, positionals: string[], env: Readonly<Record
     prefixCaching: flags.bool("--enable-prefix-caching", true),
     shutdownTimeout: flags.number("--shutdown-timeout", 0),
     kvTransfer,
+    ecTransfer,
     apiKeys,
     enableRequestIdHeaders: flags.bool("--enable-request-id-headers"),
     enablePromptTokensDetails: flags.bool("--enable-prompt-tokens-details"),

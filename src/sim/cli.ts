@@ -73,6 +73,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
       kvCacheTokens: rt.perf.kvCapacityTokens,
       latencyProfile: sim.zeroLatency ? "zero-latency" : sim.latencyProfile,
       ignoredFlags: args.ignoredFlags,
+      ...(rt.ec && { ecRole: rt.ec.role, ecConnector: rt.ec.connector, ecStoragePath: rt.ec.storagePath }),
     },
     `berth-sim: simulating ${args.flavour} (no GPU, no model weights)`,
   );

@@ -26,6 +26,15 @@ export interface EngineRequest {
   finishReason: "stop" | "length";
   /** The prompt's KV arrives from a prefill server after this many model-ms: no prefill compute here. */
   remotePrefillMs?: number;
+  /**
+   * Model-ms of the vision encoder for the prompt's images, run inside the step that schedules the
+   * request's first prefill chunk (vLLM's model runner runs `_execute_mm_encoder` before that
+   * step's forward), so it lengthens the step for every sequence in it. Images whose placeholders
+   * the prefix cache already holds need no encoding: the cost is charged pro rata to the uncached share.
+   * With `remotePrefillMs` (an EC producer: no language-model prefill) it is charged in full to the
+   * step that admits the request, so concurrent encoder requests share the GPU's steps.
+   */
+  encodeMs?: number;
   listener: RequestListener;
 }
 
@@ -75,6 +84,8 @@ interface Seq {
   generated: number;
   heldHashes: string[];
   privateBlocks: number;
+  /** Whether its images were encoded (charged to a step) already. */
+  encoded?: boolean;
 }
 
 interface PlannedStep {
@@ -249,7 +260,7 @@ export class EngineScheduler {
         }
         return;
       }
-      const duration = stepTimeMs(this.perf, plan.shape) * this.timeScale;
+      const duration = (stepTimeMs(this.perf, plan.shape) + plan.encodeMs) * this.timeScale;
       this.current = { prefill: plan.prefill, decode: plan.decode, endsAt: start + duration };
       this.lastStepEnd = start + duration;
     }
@@ -265,10 +276,11 @@ export class EngineScheduler {
     }
   }
 
-  private plan(): { prefill: { seq: Seq; chunk: number }[]; decode: Seq[]; shape: StepShape } | undefined {
+  private plan(): { prefill: { seq: Seq; chunk: number }[]; decode: Seq[]; encodeMs: number; shape: StepShape } | undefined {
     let budget = this.limits.maxBatchedTokens;
     const decode: Seq[] = [];
     const prefill: { seq: Seq; chunk: number }[] = [];
+    let admittedEncodeMs = 0;
 
     // 1. Every decoding request produces one token; it needs a KV slot for it, preempting the
     //    newest running request (recompute later) when the pool is full.
@@ -294,6 +306,10 @@ export class EngineScheduler {
       if (seq.state === "decode") {
         decode.push(seq);
         budget--;
+        if (!seq.encoded && (seq.req.encodeMs ?? 0) > 0) {
+          seq.encoded = true;
+          admittedEncodeMs += seq.req.encodeMs!;
+        }
       } else {
         const chunk = Math.min(seq.prefillTarget - seq.computed, budget);
         prefill.push({ seq, chunk });
@@ -305,7 +321,12 @@ export class EngineScheduler {
     let prefillTokens = 0;
     let prefillAttention = 0;
     let prefillContextTokens = 0;
+    let encodeMs = admittedEncodeMs;
     for (const { seq, chunk } of prefill) {
+      if (!seq.encoded && (seq.req.encodeMs ?? 0) > 0) {
+        seq.encoded = true;
+        encodeMs += seq.req.encodeMs! * Math.max(0, 1 - seq.computed / seq.req.promptTokens);
+      }
       prefillTokens += chunk;
       prefillAttention += attendedPairs(seq.computed, chunk);
       prefillContextTokens += seq.computed;
@@ -315,6 +336,7 @@ export class EngineScheduler {
     return {
       prefill,
       decode,
+      encodeMs,
       shape: {
         prefillTokens,
         prefillSequences: prefill.length,

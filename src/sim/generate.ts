@@ -19,6 +19,7 @@ import {
   type GenerateBody,
   type ResponseContext,
 } from "./openai.ts";
+import { encodeMs, loadEncoderCache, placeholderIds, readMedia, saveEncoderCache, type MediaItem } from "./encoder.ts";
 import { fetchPrefilledKv, kvTransferMs, prefillAnswerParams, readRemotePrefill, wantsRemoteDecode } from "./pd.ts";
 import type { SimRuntime } from "./runtime.ts";
 import { blockHashes, planGeneration, promptKey, tokenize } from "./tokens.ts";
@@ -29,6 +30,8 @@ export function errorResponse(rt: SimRuntime, error: RequestError): Response {
 
 interface Prepared {
   body: GenerateBody;
+  /** The chat body's images (vLLM flavour), each counted in promptTokens. */
+  media: MediaItem[];
   promptTokens: number;
   ids: number[];
   rank: number;
@@ -50,6 +53,13 @@ function prepare(rt: SimRuntime, endpoint: Endpoint, json: unknown, rankHeader: 
   } else {
     ({ ids, count } = tokenize(body.promptText ?? "", limit + 1));
   }
+  // Each image takes its placeholder tokens in the prompt (vLLM counts them in prompt_tokens);
+  // their ids follow the mm_hash, so a repeated image is a prefix-cache hit as in vLLM.
+  const media = args.flavour === "vllm" && endpoint === "chat" ? readMedia(args.model, json) : [];
+  for (const item of media) {
+    ids = [...ids, ...placeholderIds(item)];
+    count += item.tokens;
+  }
   if (count >= limit) {
     throw new RequestError(
       400,
@@ -68,7 +78,7 @@ function prepare(rt: SimRuntime, endpoint: Endpoint, json: unknown, rankHeader: 
   if (!rt.core.fits(count)) {
     throw new RequestError(400, `The prompt (${count} tokens) does not fit in the KV cache (${rt.perf.kvCapacityTokens} tokens).`);
   }
-  return { body, promptTokens: count, ids, rank: rt.core.pickRank(pinned), maxTokens: body.maxTokens ?? limit - count };
+  return { body, media, promptTokens: count, ids, rank: rt.core.pickRank(pinned), maxTokens: body.maxTokens ?? limit - count };
 }
 
 /** `X-data-parallel-rank` (vLLM) or `routed_dp_rank` / `data_parallel_rank` (SGLang) pins the rank. */
@@ -138,6 +148,10 @@ class GenerateRun {
   private abortRequest: () => void = () => {};
   private readonly controller = new AbortController();
   private kvAnswer: Record<string, unknown> | null = null;
+  /** EC producer: the items to save once the encoder ran. */
+  private saveMedia: MediaItem[] = [];
+  /** Model-ms of encoding done here, inside the first prefill step. */
+  private localEncodeMs?: number;
   private sglangRoom?: string;
   /** Resolves the request's place in `runtime.inFlight` once its answer is complete. */
   private onDone: () => void = () => {};
@@ -174,13 +188,48 @@ class GenerateRun {
     });
     void done.then(() => this.rt.inFlight.delete(entry));
     this.controller.signal.addEventListener("abort", () => this.abortRequest(), { once: true });
-    const remotePrefillMs = await this.preparePd();
+    let remotePrefillMs = await this.preparePd();
+    const encoder = this.prepareMedia(remotePrefillMs !== undefined);
+    if (encoder?.instead !== undefined) remotePrefillMs = encoder.instead;
+    this.localEncodeMs = encoder?.local;
     if (this.controller.signal.aborted) {
       this.finish("abort");
       this.onDone();
       return new Response(null, { status: 499 });
     }
     return this.prepared.body.stream ? this.streamAnswer(remotePrefillMs) : this.jsonAnswer(remotePrefillMs);
+  }
+
+  /**
+   * The request's images. An EC producer (the encoder) encodes them and skips the language
+   * model: the returned model-ms stand in for the prefill, and its files are written when the
+   * first (dummy) token is out — vLLM's producer runs only `_execute_mm_encoder` and answers
+   * with placeholder tokens (vllm/v1/worker/gpu_model_runner.py, make_empty_encoder_model_runner_output).
+   * A consumer loads what the encoder saved and encodes only the misses; an engine without EC
+   * encodes everything; a decode whose KV came from its prefill needs no encoder at all. `instead`
+   * replaces the prefill (producer); `local` is the encoder's model-ms, run in the GPU's steps
+   * (engine-scheduler.ts `encodeMs`).
+   */
+  private prepareMedia(kvFromPrefill: boolean): { instead?: number; local?: number } | undefined {
+    const { rt, prepared } = this;
+    const { media } = prepared;
+    if (media.length === 0 || kvFromPrefill) return undefined;
+    const ec = rt.ec;
+    if (ec?.role === "ec_producer") {
+      const fresh = media.filter((item) => loadEncoderCache(ec.storagePath, item.hash) === undefined);
+      this.saveMedia = fresh;
+      rt.log.info({ requestId: this.requestId, items: media.length, encoded: fresh.length }, "berth-sim: encoder request");
+      // No language-model prefill (a token's worth of "transfer"); the ViT runs in the GPU's steps.
+      return { instead: 0.001, local: encodeMs(rt.perf, fresh.reduce((sum, item) => sum + item.tokens, 0)) };
+    }
+    const misses = ec ? media.filter((item) => loadEncoderCache(ec.storagePath, item.hash) === undefined) : media;
+    if (ec && misses.length > 0) {
+      rt.log.warn(
+        { requestId: this.requestId, misses: misses.map((item) => item.hash), storagePath: ec.storagePath },
+        "berth-sim: encoder cache miss; encoding locally as vLLM's scheduler does",
+      );
+    }
+    return { local: encodeMs(rt.perf, misses.reduce((sum, item) => sum + item.tokens, 0)) };
   }
 
   /** Returns the model-ms KV transfer when the prompt's KV comes from a prefill server. */
@@ -228,6 +277,7 @@ class GenerateRun {
       outputTokens: this.plan.tokens,
       finishReason: this.plan.reason,
       remotePrefillMs,
+      ...(this.localEncodeMs && { encodeMs: this.localEncodeMs }),
       listener: {
         onScheduled: ({ cachedTokens, atMs }) => {
           this.cachedTokens = cachedTokens;
@@ -246,6 +296,15 @@ class GenerateRun {
     this.text += piece;
     this.generated = index + 1;
     if (index === 0) {
+      if (rt.ec && this.saveMedia.length > 0) {
+        try {
+          for (const item of this.saveMedia) saveEncoderCache(rt.ec.storagePath, item, rt.perf.model.queryHeads * rt.perf.model.headDim);
+        } catch (error) {
+          // The prefill will miss and encode these itself; the request still answers.
+          rt.log.error({ requestId: this.requestId, storagePath: rt.ec.storagePath, error: (error as Error).message }, "berth-sim: could not save encoder outputs");
+        }
+        this.saveMedia = [];
+      }
       rt.metrics.firstToken(prepared.rank, Math.max(0, atMs - this.arrivedAt) / 1000);
       if (this.sglangRoom !== undefined) {
         rt.rooms?.ready(this.sglangRoom, prepared.promptTokens);

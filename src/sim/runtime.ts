@@ -9,6 +9,7 @@ import type { EngineArgs, SimCommand, SimOptions } from "./args.ts";
 import { parseElasticFaults, type ElasticFaults } from "./elastic-faults.ts";
 import { SimEngine } from "./engine.ts";
 import { createSglangMetrics, createVllmMetrics, type EngineMetrics } from "./metrics.ts";
+import { ecSide, readVolumeMounts, type EcSide } from "./encoder.ts";
 import { BootstrapRooms, type NixlSide } from "./pd.ts";
 
 export interface Logger {
@@ -40,6 +41,8 @@ export interface EnvSettings {
   elasticFaults: ElasticFaults;
   /** SIM_ELASTIC_SCALE_SECONDS (the simulator's own): overrides --elastic-scale-seconds. */
   elasticScaleSeconds?: number;
+  /** BERTH_VOLUME_MOUNTS (the simulated cluster's kubelet): the pod's mount paths → host directories. */
+  volumeMounts: Record<string, string>;
   /** Values the simulator could not use and ignores: logged as errors at start. */
   ignored: { variable: string; value: string; reason: string }[];
 }
@@ -74,6 +77,7 @@ export function readEnvSettings(env: Readonly<Record<string, string | undefined>
     nixlPort: seconds("VLLM_NIXL_SIDE_CHANNEL_PORT", 5600),
     elasticFaults: faults.faults,
     elasticScaleSeconds: validScale ? scaleSeconds : undefined,
+    volumeMounts: readVolumeMounts(env.BERTH_VOLUME_MOUNTS),
     ignored,
   };
 }
@@ -103,6 +107,8 @@ export interface SimRuntime {
   /** HTTP requests being answered (includes PD legs waiting for their peer). */
   inFlight: Set<InFlight>;
   nixl?: NixlSide;
+  /** vLLM EPD: this engine's encoder-cache role and where its shared storage really is. */
+  ec?: EcSide;
   rooms?: BootstrapRooms;
   startedAt: number;
 }
@@ -195,6 +201,7 @@ export function createSimRuntime(command: SimCommand, env: Readonly<Record<strin
           tensorParallel: args.tensorParallel,
         }
       : undefined,
+    ec: ecSide(args.ecTransfer, settings.volumeMounts),
     rooms: args.flavour === "sglang" && args.disaggregationMode === "prefill" ? new BootstrapRooms(settings.pdBootstrapTimeoutS * 1000) : undefined,
     startedAt: Date.now(),
   };

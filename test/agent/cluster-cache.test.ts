@@ -172,8 +172,8 @@ describe("kinds", () => {
     expect(cachedKindOf(kind)).toBe(cached);
   });
 
-  it("a routerless pass needs three kinds, a routed or deleting one all nine", () => {
-    expect(kindsFor(false)).toEqual(["namespaces", "pods", "services"]);
-    expect(kindsFor(true)).toHaveLength(9);
+  it("a routerless pass needs four kinds (claims too: EPD needs no router kind to own one), a routed or deleting one all ten", () => {
+    expect(kindsFor(false)).toEqual(["namespaces", "pods", "services", "persistentvolumeclaims"]);
+    expect(kindsFor(true)).toHaveLength(10);
   });
 });

@@ -68,6 +68,7 @@ const emptyish = {
   serviceAccounts: [],
   roles: [],
   roleBindings: [],
+  claims: [],
 };
 
 const cached = (uid: string, extra: { terminating?: boolean; hash?: string } = {}): KubernetesObject => ({

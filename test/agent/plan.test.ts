@@ -26,6 +26,8 @@ function summary(actions: Action[]): string[] {
         return `namespace ${action.object.metadata!.name}`;
       case "applyService":
         return `service ${action.object.metadata!.name}`;
+      case "applyClaim":
+        return `claim ${action.object.metadata!.name}`;
       case "createPod":
         return `create ${action.object.metadata!.name}`;
       case "deletePod":

@@ -109,6 +109,7 @@ export function merged(a: Observed, b: Observed): Observed {
     serviceAccounts: [...a.serviceAccounts, ...b.serviceAccounts],
     roles: [...a.roles, ...b.roles],
     roleBindings: [...a.roleBindings, ...b.roleBindings],
+    claims: [...a.claims, ...b.claims],
   };
 }
 

@@ -143,6 +143,7 @@ describe("mistakes on the command line", () => {
     [["up", "--bogus"], "berth up: unknown option --bogus"],
     [["up", "--port", "99999"], 'berth up: --port must be a port number from 0 to 65535 (got "99999")'],
     [["agent", "--bogus"], "berth agent: unknown option --bogus"],
+    [["agent", "--api", "http://127.0.0.1:9", "--token", "ba_x", "--ec-cache-size", "lots"], 'berth agent: --ec-cache-size must be a Kubernetes quantity such as 10Gi or 500Mi (got "lots")'],
     [["agent", "install", "--bogus"], "berth agent install: unknown option --bogus"],
     [["get", "chat", "--bogus"], "berth get: unknown option --bogus"],
     [["keys", "create", "--bogus"], "berth keys: unknown option --bogus"],

@@ -56,6 +56,8 @@ describe("admitDeploymentSpec", () => {
     ["refuses prefill without decode", aDeployment().router().spec({ roles: [{ name: "prefill", kind: "prefill" }] }).build(), {}, ["/spec/roles/0/kind"]],
     ["refuses decode without prefill", aDeployment().router().spec({ roles: [{ name: "decode", kind: "decode" }] }).build(), {}, ["/spec/roles/0/kind"]],
     ["refuses encode without prefill and decode", aDeployment().router().spec({ roles: [{ name: "encode", kind: "encode" }] }).build(), {}, ["/spec/roles/0/kind"]],
+    ["refuses SGLang EPD (its encoder's /encode exchange is not run here)", aDeployment().engine("sglang").epd().build(), {}, ["/spec/roles/0/kind"]],
+    ["admits vLLM EPD", aDeployment().epd().build(), {}, []],
     ["refuses kvTransfer without prefill/decode", aDeployment().spec({ kvTransfer: { connector: "nixl" } }).build(), {}, ["/spec/kvTransfer"]],
 
     // router

@@ -57,7 +57,7 @@ function setup(perf: PerfModel, limits = { maxRunning: 256, maxBatchedTokens: 81
   const clock = new ManualClock();
   const events = observer();
   const scheduler = new EngineScheduler(perf, limits, 1, events, clock);
-  const submit = (promptTokens: number, outputTokens: number): Trace => {
+  const submit = (promptTokens: number, outputTokens: number, encodeMs?: number, remotePrefillMs?: number): Trace => {
     const trace: Trace = { tokens: [] };
     scheduler.submit({
       id: String(Math.random()),
@@ -65,6 +65,8 @@ function setup(perf: PerfModel, limits = { maxRunning: 256, maxBatchedTokens: 81
       blockHashes: [],
       outputTokens,
       finishReason: "length",
+      ...(encodeMs !== undefined && { encodeMs }),
+      ...(remotePrefillMs !== undefined && { remotePrefillMs }),
       listener: {
         onToken: (_index, at) => trace.tokens.push(at),
         onFinish: (reason, at) => (trace.finish = { reason, at }),
@@ -88,6 +90,32 @@ describe("EngineScheduler in virtual time", () => {
       expect(trace.tokens[i]! - trace.tokens[i - 1]!).toBeCloseTo(decodeStepMs(H100_8B, 1, 1000 + i), 6);
     }
     expect(trace.finish).toEqual({ reason: "length", at: trace.tokens[3] });
+  });
+
+  it("a request's image encoding runs in its first prefill step and stalls the decodes sharing it, once", () => {
+    const { clock, submit } = setup(H100_8B);
+    const decoding = submit(100, 40);
+    // Let the first request reach decode, then send one with 50 model-ms of vision encoder.
+    clock.drain(6);
+    const image = submit(1000, 2, 50);
+    clock.drain();
+    const gaps = decoding.tokens.slice(1).map((at, i) => at - decoding.tokens[i]!);
+    const stalled = gaps.filter((gap) => gap > 50);
+    expect(stalled).toHaveLength(1);
+    expect(stalled[0]!).toBeGreaterThan(50 + prefillMs(H100_8B, 1000) * 0.9);
+    // The image request's own first token carries the same encode, its later ones do not.
+    expect(image.tokens[1]! - image.tokens[0]!).toBeLessThan(50);
+  });
+
+  it("encoder-only requests (no prefill) share the GPU: two 50 ms encodes admitted together both wait for 100 ms of work", () => {
+    const { clock, submit } = setup(H100_8B);
+    const start = clock.now();
+    const traces = [submit(1000, 1, 50, 0.001), submit(1000, 1, 50, 0.001)];
+    clock.drain();
+    for (const trace of traces) {
+      expect(trace.tokens[0]! - start).toBeGreaterThanOrEqual(100);
+      expect(trace.tokens[0]! - start).toBeLessThan(100 + prefillMs(H100_8B, 1000));
+    }
   });
 
   it("requests that arrive together share steps (continuous batching): 8 at once take far less than 8 × one", () => {

@@ -31,6 +31,7 @@ const NEEDS: [group: string, resource: string, verbs: string[], where: string][]
   ["", "services", ["list", "watch", "create", "patch", "delete"], "role and headless Services: SSA, observe, delete"],
   ["", "configmaps", ["list", "watch", "create", "patch", "delete"], "router ConfigMap"],
   ["", "serviceaccounts", ["list", "watch", "create", "patch", "delete"], "external router ServiceAccount"],
+  ["", "persistentvolumeclaims", ["list", "watch", "create", "patch", "delete"], "vLLM EPD encoder-cache claim: SSA, informer, observe.ts listNamespacedPersistentVolumeClaim, delete"],
   ["", "secrets", ["list", "watch", "create", "delete"], "builtin router admin-token Secret: apply.ts core.createNamespacedSecret (never patched)"],
   ["apps", "deployments", ["list", "watch", "create", "patch", "delete"], "router Deployment"],
   [RBAC, "roles", ["list", "watch", "create", "patch", "delete"], "external router Role"],
@@ -87,6 +88,7 @@ const RESOURCE_OF: Record<string, string> = {
   RoleBinding: "rolebindings",
   ClusterRole: "clusterroles",
   ClusterRoleBinding: "clusterrolebindings",
+  LimitRange: "limitranges",
 };
 const GROUP_OF_KIND: Record<string, string> = { Deployment: "apps", Role: RBAC, RoleBinding: RBAC };
 const METHOD = /^(list|read|create|patch|replace|deleteCollection|delete)(Namespaced)?([A-Z]\w*?)(ForAllNamespaces)?$/;
@@ -138,7 +140,7 @@ function ownedKinds(sources: string[]) {
   const rendered = new Set(
     SHAPES.flatMap(({ input }) => {
       const bundle = renderDeployment(input);
-      return [bundle.namespace, ...bundle.pods, ...bundle.services, ...bundle.routerObjects].map((o) => o.kind!);
+      return [bundle.namespace, ...bundle.pods, ...bundle.services, ...bundle.routerObjects, ...bundle.claims].map((o) => o.kind!);
     }),
   );
   const listed = new Set(sources.flatMap((text) => [...text.matchAll(/\.listNamespaced([A-Z]\w*)\(/g)].map((m) => m[1]!)));
@@ -182,12 +184,12 @@ describe("agent ClusterRole", () => {
   });
 
   it("the scan has teeth: calls without a rule are reported", () => {
-    const owned = { applied: ["Service", "PersistentVolumeClaim"], deleted: ["Service"] };
+    const owned = { applied: ["Service", "LimitRange"], deleted: ["Service"] };
     const { needs, unknown } = scanSources(
       [
         "await kube.core.listNamespacedPod(q); await kube.core.replaceNamespacedPod(x); kube.core.readNamespacedPodLog(y);",
         "await kube.objects.patch(o, undefined, undefined, 'berth-agent', true);",
-        "await kube.core.listNamespacedLimitRange(q);",
+        "await kube.core.listNamespacedResourceQuota(q);",
         "makeInformer(kc, `/apis/apps/v1/namespaces/${ns}/statefulsets`, list);",
       ],
       owned,
@@ -196,12 +198,12 @@ describe("agent ClusterRole", () => {
     expect(missing).toEqual([
       "apps statefulsets list",
       "apps statefulsets watch",
-      "core persistentvolumeclaims create",
-      "core persistentvolumeclaims patch",
+      "core limitranges create",
+      "core limitranges patch",
       "core pods update",
     ]);
     expect(needs.has("core pods/log get")).toBe(true);
-    expect(unknown).toEqual(["listNamespacedLimitRange"]);
+    expect(unknown).toEqual(["listNamespacedResourceQuota"]);
   });
 
   it("holds every permission of the Role it grants external routers (so RBAC needs no escalate or bind)", () => {
