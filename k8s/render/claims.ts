@@ -1,5 +1,5 @@
 // The shared volume of a vLLM EPD deployment: encoders (ec_producer) write their outputs to it and
-// prefills (ec_consumer) read them (ECSharedStorageConnector, engine-vllm.ts mounts it at
+// prefills (ec_consumer) read them (the shared-storage EC connector, engine-vllm.ts mounts it at
 // /ec-cache on both). One ReadWriteMany claim `<deployment>-ec-cache` per deployment, because
 // encode and prefill pods land on different nodes; its storage class and size come from the
 // agent's configuration (RenderOptions.ecCache), not from the deployment spec.

@@ -6,7 +6,8 @@
 //   external DP  one API server per pod: --data-parallel-rank r (dataLocal 1), or hybrid LB
 //                (-dpl L -dpr m×L --data-parallel-hybrid-lb) when a pod holds several ranks
 //   PD / EPD     --kv-transfer-config {NixlConnector|MooncakeConnector, kv_both}, side channel on the pod IP;
-//                encode/prefill exchange encoder outputs through --ec-transfer-config
+//                encode/prefill exchange encoder outputs through --ec-transfer-config (ECExampleConnector,
+//                ECSharedStorageConnector up to vLLM 0.12.0)
 //   elastic EP   member 0: a Ray head, then one API server with -dp <width> --data-parallel-backend ray
 //                --enable-expert-parallel --enable-eplb --enable-elastic-ep; members 1…: Ray workers
 // Long flag spellings throughout, so logs and `ps` read plainly.
@@ -23,6 +24,7 @@ import {
   type EnginePlan,
 } from "./engine.ts";
 import { ANNOTATIONS, PORTS } from "./names.ts";
+import { compareReleases, readImageRelease, release } from "../../src/domain/engine-image.ts";
 
 const KV_CONNECTORS = { nixl: "NixlConnector", mooncake: "MooncakeConnector" } as const;
 
@@ -100,12 +102,25 @@ function kvTransferArgs(ctx: EngineContext): { args: string[]; env: V1EnvVar[] }
   return { args: ["--kv-transfer-config", config], env };
 }
 
+/**
+ * The shared-storage EC connector's name for the image's release: vLLM renamed
+ * ECSharedStorageConnector to ECExampleConnector after 0.12.0
+ * (https://github.com/vllm-project/vllm/pull/30201; v0.12.0 still ships shared_storage_connector,
+ * https://docs.vllm.ai/en/v0.12.0/api/vllm/distributed/ec_transfer/ec_connector/), and releases
+ * with the rename refuse the old name ("Unsupported connector type"). An image whose release
+ * cannot be read (latest, nightly, a digest, a custom build) gets today's name.
+ */
+export function ecConnectorFor(image: string): string {
+  const read = readImageRelease("vllm", image);
+  return read.readable && compareReleases(read.release, release("0.12.0")) <= 0 ? "ECSharedStorageConnector" : "ECExampleConnector";
+}
+
 function ecTransferArgs(ctx: EngineContext): string[] {
   const { spec, role } = ctx;
   const epd = spec.roles.some((r) => r.kind === "encode");
   if (!epd || (role.kind !== "encode" && role.kind !== "prefill")) return [];
   const config = {
-    ec_connector: "ECSharedStorageConnector",
+    ec_connector: ecConnectorFor(spec.engine.image),
     ec_role: role.kind === "encode" ? "ec_producer" : "ec_consumer",
     ec_connector_extra_config: { shared_storage_path: EC_CACHE_PATH },
   };

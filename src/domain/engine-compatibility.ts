@@ -113,8 +113,8 @@ export const ENGINE_COMPATIBILITY: readonly EngineCompatibility[] = [
       },
       {
         feature: "epd",
-        summary: "Encoder disaggregation: encode roles hand encoder outputs to prefill",
-        flags: ['--ec-transfer-config {"ec_connector":"ECSharedStorageConnector",…}'],
+        summary: "Encoder disaggregation: encode roles hand encoder outputs to prefill (the connector is ECSharedStorageConnector up to 0.12.0, ECExampleConnector after https://github.com/vllm-project/vllm/pull/30201; berth renders the name of the image's release)",
+        flags: ['--ec-transfer-config {"ec_connector":"ECExampleConnector",…}'],
         renderedByBerth: true,
         minimum: "unknown",
         source: `https://github.com/vllm-project/vllm/pull/25233 (${NOT_ESTABLISHED}); present in the v0.11.2 and v0.12.0 API docs (https://docs.vllm.ai/en/v0.11.2/api/vllm/distributed/ec_transfer/ec_connector/)`,
@@ -193,14 +193,6 @@ export const ENGINE_COMPATIBILITY: readonly EngineCompatibility[] = [
         releases: { from: "0.18.0" },
         workaround: "build an image FROM vllm/vllm-openai that installs ray (pip install ray) and use it as engine.image",
         source: `Ray is not a default dependency since https://github.com/vllm-project/vllm/pull/36170 (2026-03-08); GPUStack: "the official vLLM image has no Ray (vLLM ≥ 0.18)", ${GPUSTACK_ENGINES}`,
-      },
-      {
-        id: "vllm-ec-shared-storage-renamed",
-        summary: "berth renders ec_connector ECSharedStorageConnector; https://github.com/vllm-project/vllm/pull/30201 renamed it ECExampleConnector (with its KV twin, which newer releases refuse as \"Unsupported connector type\"); releases with the rename no longer know the old name",
-        appliesTo: "deployments with an encode role",
-        releases: { after: "0.12.0" },
-        workaround: "pin vLLM 0.12.0 or earlier, or take over the encode and prefill roles' command with ec_connector ECExampleConnector",
-        source: "https://github.com/vllm-project/vllm/pull/30201 and https://github.com/vllm-project/vllm/issues/49399; v0.12.0 still ships shared_storage_connector (https://docs.vllm.ai/en/v0.12.0/api/vllm/distributed/ec_transfer/ec_connector/)",
       },
       {
         id: "vllm-dp-rank-moe-only",
@@ -332,7 +324,6 @@ export function featuresOfSpec(spec: DeploymentSpec): EngineFeature[] {
 /** Which known failures a spec's shape matches (before looking at releases), by failure id. */
 export const KNOWN_FAILURE_MATCHES: Record<string, (spec: DeploymentSpec, features: readonly EngineFeature[]) => boolean> = {
   "vllm-official-image-without-ray": (_spec, features) => features.includes("elastic-ep"),
-  "vllm-ec-shared-storage-renamed": (_spec, features) => features.includes("epd"),
   "vllm-dp-rank-moe-only": (spec, features) =>
     features.includes("external-dp") &&
     spec.roles.some((r) => r.command.length === 0 && r.parallelism.externalDP && r.parallelism.dataLocal === 1 && r.size > 1 && !r.parallelism.expert),

@@ -6,6 +6,9 @@ import { GPU_TYPES, isGpuType, type GpuType } from "../domain/gpu-profiles.ts";
 import { FlagReader, readFlags, UsageError } from "../domain/flag-reader.ts";
 import type { EcTransferConfig } from "./encoder.ts";
 
+/** The shared-storage EC connector, by its name before and after vLLM 0.12.0. */
+const SHARED_STORAGE_EC_CONNECTORS = ["ECExampleConnector", "ECSharedStorageConnector"];
+
 export type Flavour = "vllm" | "sglang";
 export type DisaggregationMode = "null" | "prefill" | "decode";
 
@@ -219,6 +222,13 @@ function readVllm(flags: FlagReader, positionals: string[], env: Readonly<Record
   }
   // vllm/config/ec_transfer.py: ec_role must be one of ECRole once ec_connector is set.
   const ecTransfer = flags.json("--ec-transfer-config") as EcTransferConfig | undefined;
+  // vllm/distributed/ec_transfer/ec_connector/factory.py: a name it has no registration for is
+  // "Unsupported connector type". The shared-storage connector is ECExampleConnector since
+  // https://github.com/vllm-project/vllm/pull/30201 (ECSharedStorageConnector up to 0.12.0); the
+  // simulator answers to both, as it stands for every release.
+  if (ecTransfer?.ec_connector && !SHARED_STORAGE_EC_CONNECTORS.includes(String(ecTransfer.ec_connector))) {
+    throw new UsageError(`--ec-transfer-config: Unsupported connector type: ${String(ecTransfer.ec_connector)}`);
+  }
   if (ecTransfer?.ec_connector && ecTransfer.ec_role !== "ec_producer" && ecTransfer.ec_role !== "ec_consumer") {
     throw new UsageError(`--ec-transfer-config: ec_role must be ec_producer or ec_consumer when ec_connector is set, got ${String(ecTransfer.ec_role)}`);
   }

@@ -62,6 +62,7 @@ describe("engine command lines", () => {
   it.each([
     [["vllm", "serve", "M", "--kv-transfer-config", '{"kv_connector":"NixlConnector"}'], /kv_role must be set/],
     [["vllm", "serve", "M", "--ec-transfer-config", '{"ec_connector":"ECSharedStorageConnector","ec_role":"ec_both"}'], /ec_role must be ec_producer or ec_consumer/],
+    [["vllm", "serve", "M", "--ec-transfer-config", '{"ec_connector":"SharedStorageConnector","ec_role":"ec_producer"}'], /Unsupported connector type: SharedStorageConnector/],
     [["vllm", "serve", "M", "-tp", "zero"], /expects an integer/],
     [["vllm", "serve", "M", "-dp", "2", "--data-parallel-rank", "2"], /outside 0\.\.1/],
     [["python3", "-m", "sglang.launch_server"], /--model-path is required/],

@@ -2,7 +2,7 @@
 // DP, PD and elastic EP flags; docs/design.md §5.1, §12): what the kubelet execs, command + args.
 import { describe, expect, it } from "vitest";
 import { renderDeployment, renderInstancePods, renderMemberPod } from "../../../k8s/render/index.ts";
-import { ELASTIC_LEADER_SCRIPT } from "../../../k8s/render/engine-vllm.ts";
+import { ecConnectorFor, ELASTIC_LEADER_SCRIPT } from "../../../k8s/render/engine-vllm.ts";
 import { argvOf, envOf, inputFor, shape } from "./support.ts";
 import { aDeployment } from "../../fixtures/deployment-builder.ts";
 
@@ -223,5 +223,18 @@ describe("engine wiring besides argv", () => {
     expect(serving("vllm-external-dp")).toEqual(["true", "true", "true", "true"]);
     expect(serving("vllm-elastic-ep-w2")).toEqual(["true", "false"]);
     expect(serving("sglang-multihost-nnodes2")).toEqual(["true", "false"]);
+  });
+});
+
+describe("the shared-storage EC connector's name follows the image's release", () => {
+  it.each([
+    ["vllm/vllm-openai:v0.11.0", "ECSharedStorageConnector"],
+    ["vllm/vllm-openai:v0.12.0", "ECSharedStorageConnector"],
+    ["vllm/vllm-openai:v0.13.0", "ECExampleConnector"],
+    ["vllm/vllm-openai:v0.29.0", "ECExampleConnector"],
+    ["vllm/vllm-openai:latest", "ECExampleConnector"],
+    ["registry.example/custom/vllm:build-7", "ECExampleConnector"],
+  ])("%s → %s", (image, name) => {
+    expect(ecConnectorFor(image)).toBe(name);
   });
 });
