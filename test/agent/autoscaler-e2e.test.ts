@@ -120,6 +120,7 @@ describe("the autoscaler against the simulated cluster", () => {
     const ready = await readyDeployment(id);
     const load = loadStep(ready.status.endpoint, 6);
     let scaledUp: { generation: number; spec: { roles: Array<{ replicas: number }> } };
+    let stoppedAt = 0;
     try {
       scaledUp = await eventually("replicas raised by the autoscaler", async () => {
         const body = await get(id);
@@ -131,10 +132,11 @@ describe("the autoscaler against the simulated cluster", () => {
       expect(up.data.signals.map((s) => s.name)).toEqual(["running", "waiting"]);
       await readyDeployment(id);
     } finally {
+      // The load starts falling when the clients are told to stop, not when their last streams end.
+      stoppedAt = Date.now();
       await load.stop();
     }
     const peak = (await get(id)).spec.roles[0].replicas;
-    const stoppedAt = Date.now();
     const down = await eventually("replicas lowered after the window", async () => {
       const body = await get(id);
       return body.spec.roles[0].replicas < peak ? body : undefined;
