@@ -27,7 +27,7 @@ import { judgeGroup, leaderServed, type PlacementPauses, planGroups } from "./in
 import type { Observed } from "./observe.ts";
 import type { ResizeView } from "./resize-executor.ts";
 import { rankCoverage, routerCoverageCondition, type RouterViews } from "./rank-coverage.ts";
-import { upToDateCondition } from "./rollout.ts";
+import { planRoleRollout, upToDateCondition } from "./rollout.ts";
 import { isPodReady, isTerminating, replicaOf, roleOf } from "./plan.ts";
 import { buildEndpointsBody, endpointsHash, routersAcknowledged } from "./router-endpoint-list.ts";
 
@@ -240,8 +240,11 @@ export function computeStatus({ render, deleting, observed, applyError, previous
     let updated = 0;
     let draining = 0;
     const group = leaderServed(role);
+    // A surge instance the rollout keeps (rollout.ts) is extra capacity, not leaving: not draining.
+    const surge = new Set(planRoleRollout(render, role.name, observed.pods, inventory).keep);
     for (const [replica, pods] of instances) {
       const current = replica >= 0 && replica < desired;
+      if (!current && surge.has(replica) && !pods.some(isTerminating)) continue;
       if (pods.some(isTerminating) || !current) {
         draining++;
         continue;

@@ -50,6 +50,15 @@ describe("computeStatus", () => {
     expect(`${upToDate.status} ${upToDate.reason}: ${upToDate.message}`).toBe(expected);
   });
 
+  it("a surge instance the rollout keeps is capacity, not draining; once no stale instance remains it is surplus and drains", () => {
+    const input = aggregated(2);
+    const inventory = { nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 0 }] };
+    const rolling = computeStatus({ render: input, deleting: false, observed: observed(input, ["stale", "ready", "ready"]), now: NOW, inventory });
+    expect(rolling.roles?.[0]).toMatchObject({ desired: 2, ready: 2, updated: 1, draining: 0 });
+    const done = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "ready", "terminating"]), now: NOW, inventory });
+    expect(done.roles?.[0]).toMatchObject({ desired: 2, ready: 2, updated: 2, draining: 1 });
+  });
+
   it("names the GPU shortage in Scheduled and the endpoint from the role Service's ClusterIP", () => {
     const input = aggregated(2);
     const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "unschedulable"]), now: NOW });
