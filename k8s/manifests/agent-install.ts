@@ -1,5 +1,5 @@
 // The agent's own install objects (pure): Namespace, ServiceAccount, least-privilege ClusterRole
-// and ClusterRoleBinding, the credential Secret and a single-replica Deployment. `AGENT_RULES` is
+// and ClusterRoleBinding, a Role and RoleBinding for its leader election Lease, the credential Secret and a single-replica Deployment. `AGENT_RULES` is
 // the one list of what the agent may do, each rule with the reason it exists; the YAML carries
 // those reasons as comments. Nothing here reads files, the clock or the environment.
 import type {
@@ -8,6 +8,8 @@ import type {
   V1Deployment,
   V1Namespace,
   V1PolicyRule,
+  V1Role,
+  V1RoleBinding,
   V1Secret,
   V1ServiceAccount,
 } from "@kubernetes/client-node";
@@ -114,6 +116,20 @@ export const AGENT_RULES: readonly AgentRule[] = [
   },
 ];
 
+/**
+ * Granted by a Role in the agent's own namespace only: the Lease `berth agent --leader-elect`
+ * holds (named berth-agent; client-go's Lease lock reads, creates and updates it, never patches,
+ * lists, watches or deletes it).
+ */
+export const AGENT_NAMESPACE_RULES: readonly AgentRule[] = [
+  {
+    apiGroup: "coordination.k8s.io",
+    resources: ["leases"],
+    verbs: ["get", "create", "update"],
+    why: "Leader election (--leader-elect): the Lease berth-agent in this namespace is read, created once and updated with its resourceVersion (renewals, takeovers, the release on shutdown).",
+  },
+];
+
 const RBAC_GROUP = "rbac.authorization.k8s.io";
 const LABELS = {
   "app.kubernetes.io/name": AGENT_NAME,
@@ -124,7 +140,10 @@ const SELECTOR = { "app.kubernetes.io/name": AGENT_NAME };
 /** Distroless's "nonroot": a numeric id, so runAsNonRoot is checkable whatever the image's USER says. */
 const NON_ROOT_ID = 65532;
 
-export type AgentInstallObject = V1Namespace | V1ServiceAccount | V1ClusterRole | V1ClusterRoleBinding | V1Secret | V1Deployment;
+export type AgentInstallObject = V1Namespace | V1ServiceAccount | V1ClusterRole | V1ClusterRoleBinding | V1Role | V1RoleBinding | V1Secret | V1Deployment;
+
+const policyRules = (rules: readonly AgentRule[]) =>
+  rules.map(({ apiGroup, resources, verbs }): V1PolicyRule => ({ apiGroups: [apiGroup], resources: [...resources], verbs: [...verbs] }));
 
 /** The objects in apply order: the namespace first, the Deployment last (its Secret and account exist by then). */
 export function renderAgentInstall(options: AgentInstallOptions): AgentInstallObject[] {
@@ -143,13 +162,21 @@ export function renderAgentInstall(options: AgentInstallOptions): AgentInstallOb
     apiVersion: `${RBAC_GROUP}/v1`,
     kind: "ClusterRole",
     metadata: { name: AGENT_NAME, labels: { ...LABELS } },
-    rules: AGENT_RULES.map(({ apiGroup, resources, verbs }): V1PolicyRule => ({ apiGroups: [apiGroup], resources: [...resources], verbs: [...verbs] })),
+    rules: policyRules(AGENT_RULES),
   };
   const binding: V1ClusterRoleBinding = {
     apiVersion: `${RBAC_GROUP}/v1`,
     kind: "ClusterRoleBinding",
     metadata: { name: AGENT_NAME, labels: { ...LABELS } },
     roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: AGENT_NAME },
+    subjects: [{ kind: "ServiceAccount", name: AGENT_NAME, namespace }],
+  };
+  const leaseRole: V1Role = { apiVersion: `${RBAC_GROUP}/v1`, kind: "Role", metadata: meta(), rules: policyRules(AGENT_NAMESPACE_RULES) };
+  const leaseBinding: V1RoleBinding = {
+    apiVersion: `${RBAC_GROUP}/v1`,
+    kind: "RoleBinding",
+    metadata: meta(),
+    roleRef: { apiGroup: RBAC_GROUP, kind: "Role", name: AGENT_NAME },
     subjects: [{ kind: "ServiceAccount", name: AGENT_NAME, namespace }],
   };
   const secret: V1Secret = {
@@ -205,7 +232,7 @@ export function renderAgentInstall(options: AgentInstallOptions): AgentInstallOb
       },
     },
   };
-  return [ns, account, role, binding, secret, deployment];
+  return [ns, account, role, binding, leaseRole, leaseBinding, secret, deployment];
 }
 
 const HEADER = [
@@ -226,13 +253,14 @@ function wrapComment(text: string): string {
   return lines.join("\n");
 }
 
-/** Multi-document YAML in apply order; the ClusterRole's rules carry their reasons as comments. */
+/** Multi-document YAML in apply order; the ClusterRole's and Role's rules carry their reasons as comments. */
 export function agentInstallYaml(objects: readonly AgentInstallObject[], options: { header?: boolean } = {}): string {
   return objects
     .map((object, index) => {
       const doc = new Document(object, { aliasDuplicateObjects: false });
-      if (object.kind === "ClusterRole") {
-        AGENT_RULES.forEach((rule, i) => {
+      const rules = object.kind === "ClusterRole" ? AGENT_RULES : object.kind === "Role" ? AGENT_NAMESPACE_RULES : undefined;
+      if (rules) {
+        rules.forEach((rule, i) => {
           const node = doc.getIn(["rules", i], true) as { commentBefore?: string } | undefined;
           if (node) node.commentBefore = wrapComment(rule.why);
         });

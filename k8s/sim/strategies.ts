@@ -3,7 +3,7 @@
 // name and label syntax, pod spec immutability (the agent must replace pods, never edit them),
 // Service ClusterIP immutability, a Deployment selector that matches its template, Secret
 // `stringData`. Defaults are the ones the kubelet reads (probe timings, restart policy, grace).
-import { fieldError, type KubeObject, type StatusCause } from "./objects.ts";
+import { errors, fieldError, type KubeObject, type StatusCause } from "./objects.ts";
 import { deepEqual, isObject } from "./patch.ts";
 import { fromSelectorObject, matchesLabels, SelectorError, type LabelSelectorObject } from "./selectors.ts";
 import type { ResourceType } from "./resources.ts";
@@ -148,6 +148,41 @@ function qosClass(spec: Dict): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Leases (coordination.k8s.io/v1): leader election's lock
+
+/**
+ * metav1.MicroTime decodes with Go's time.Parse and RFC3339Micro, so the fraction must have exactly
+ * six digits: `new Date().toISOString()` (three) is refused with 400 before any validation, as by
+ * kube-apiserver; it encodes back in UTC.
+ */
+const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$/;
+const RFC3339_MICRO = "2006-01-02T15:04:05.000000Z07:00";
+
+function decodeMicroTime(spec: Dict, field: "acquireTime" | "renewTime"): void {
+  const value = spec[field];
+  if (value === undefined || value === null) return;
+  if (typeof value !== "string" || !MICRO_TIME.test(value) || Number.isNaN(Date.parse(value))) {
+    throw errors.badRequest(`Lease in version "v1" cannot be handled as a Lease: parsing time ${JSON.stringify(value)} as "${RFC3339_MICRO}": cannot parse as RFC3339Micro (spec.${field})`);
+  }
+  const micros = /\.(\d{6})/.exec(value)![1]!;
+  spec[field] = new Date(value).toISOString().replace(/\.\d{3}Z$/, `.${micros}Z`);
+}
+
+/** pkg/apis/coordination/validation ValidateLeaseSpec (the fields coordination.k8s.io/v1 serves without feature gates). */
+function validateLeaseSpec(spec: Dict): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const duration = spec.leaseDurationSeconds;
+  if (duration !== undefined && duration !== null && (!Number.isInteger(duration) || duration <= 0)) {
+    causes.push(fieldError.invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"));
+  }
+  const transitions = spec.leaseTransitions;
+  if (transitions !== undefined && transitions !== null && (!Number.isInteger(transitions) || transitions < 0)) {
+    causes.push(fieldError.invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0"));
+  }
+  return causes;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The per-kind table
 
 export interface Strategy {
@@ -177,6 +212,14 @@ function deploymentSelectorCauses(object: Dict): StatusCause[] {
 }
 
 const STRATEGIES: Record<string, Strategy> = {
+  leases: {
+    defaults: (lease) => {
+      lease.spec ??= {};
+      decodeMicroTime(lease.spec, "acquireTime");
+      decodeMicroTime(lease.spec, "renewTime");
+    },
+    validate: (lease) => validateLeaseSpec(lease.spec ?? {}),
+  },
   pods: {
     defaults: (pod) => {
       pod.spec ??= {};

@@ -165,10 +165,15 @@ const COLUMNS: Record<string, Column[]> = {
     { name: "VolumeMode", type: "string", priority: 1, cell: (o) => o.spec?.volumeMode ?? "" },
   ],
   configmaps: [name, { name: "Data", type: "integer", cell: (o) => Object.keys(o.data ?? {}).length + Object.keys(o.binaryData ?? {}).length }, ageColumn],
+  // kubectl's lease columns (pkg/printers/internalversion printLease): the holder, empty when released.
+  leases: [name, { name: "Holder", type: "string", cell: (o) => o.spec?.holderIdentity ?? "" }, ageColumn],
   secrets: [name, { name: "Type", type: "string", cell: (o) => o.type ?? "Opaque" }, { name: "Data", type: "integer", cell: (o) => Object.keys(o.data ?? {}).length }, ageColumn],
 };
 
 const ACCESS_MODES: Record<string, string> = { ReadWriteOnce: "RWO", ReadOnlyMany: "ROX", ReadWriteMany: "RWX", ReadWriteOncePod: "RWOP" };
+
+/** The API groups whose kinds have their own columns above (a kind's plural is unique across them). */
+const PRINTED_GROUPS = new Set(["", "apps", "coordination.k8s.io"]);
 
 const GENERIC: Column[] = [name, { name: "Created At", type: "date", cell: (o) => o.metadata.creationTimestamp ?? "" }];
 
@@ -177,7 +182,7 @@ function partialMetadata(object: KubeObject) {
 }
 
 export function toTable(resource: ResourceType, objects: readonly KubeObject[], listMeta: Record<string, unknown>, includeObject = "Metadata", now = Date.now()) {
-  const columns = COLUMNS[resource.group === "" || resource.group === "apps" ? resource.resource : ""] ?? GENERIC;
+  const columns = COLUMNS[PRINTED_GROUPS.has(resource.group) ? resource.resource : ""] ?? GENERIC;
   return {
     kind: "Table",
     apiVersion: "meta.k8s.io/v1",

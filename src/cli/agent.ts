@@ -1,15 +1,24 @@
 // `berth agent --api URL --token ba_… [--kubeconfig FILE]`: the composition root of the agent.
 // Configuration is parsed here once; SIGINT/SIGTERM stop the loops and leave every workload as it is.
+// With --leader-elect the loops run only while this process holds the Lease (docs/design.md §13.6).
+import { hostname } from "node:os";
 import { KubeConfig } from "@kubernetes/client-node";
-import { createAgent } from "../agent/agent.ts";
+import { type Agent, createAgent } from "../agent/agent.ts";
 import { createApiClient } from "../agent/api-client.ts";
-import { allowPlainHttp, createKube } from "../agent/kube.ts";
+import { allowPlainHttp, createKube, type Kube } from "../agent/kube.ts";
+import { DEFAULT_ELECTION_TIMINGS, type ElectionTimings, parseDuration, timingProblem } from "../agent/leader-election.ts";
+import { startLeaderElection } from "../agent/leader-election-runner.ts";
 import { systemClock } from "../domain/clock.ts";
 import { DEFAULT_EC_CACHE_SIZE } from "../../k8s/render/index.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 
+const LEASE_NAME = "berth-agent";
+const DEFAULT_LEASE_NAMESPACE = "berth-system";
+
 const USAGE = `usage: berth agent --api URL --token ba_… [--kubeconfig FILE] [--router-image IMAGE]
                    [--ec-cache-storage-class NAME] [--ec-cache-size QUANTITY]
+                   [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s]
+                    [--leader-elect-renew-deadline 10s] [--leader-elect-retry-period 2s]]
        berth agent install --print --api URL [--token ba_…]   (berth agent install --help)
 
 Runs the cluster agent: it long-polls the API for its cluster's deployments and reconciles
@@ -17,7 +26,10 @@ them into Kubernetes. --api and --token may come from BERTH_API_URL and BERTH_AG
 the cluster from --kubeconfig, else KUBECONFIG or ~/.kube/config, else in-cluster.
 vLLM EPD deployments share encoder outputs through a ReadWriteMany claim <deployment>-ec-cache:
 --ec-cache-storage-class picks its class (default: the cluster's default class), --ec-cache-size
-its size (default ${DEFAULT_EC_CACHE_SIZE}).`;
+its size (default ${DEFAULT_EC_CACHE_SIZE}).
+--leader-elect runs the loops only while this process holds the Lease ${LEASE_NAME} in
+--leader-elect-namespace (default: POD_NAMESPACE, else ${DEFAULT_LEASE_NAMESPACE}), as identity POD_NAME (else
+hostname_pid); a standby touches nothing but the Lease. Durations as Go writes them (15s, 500ms).`;
 
 /** A Kubernetes quantity as a claim's storage request takes it (10Gi, 500M, 1.5T). */
 const QUANTITY = /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
@@ -38,8 +50,14 @@ export async function run(args: string[]): Promise<number> {
       "router-image": { type: "string" },
       "ec-cache-storage-class": { type: "string" },
       "ec-cache-size": { type: "string" },
+      "leader-elect": { type: "boolean" },
+      "leader-elect-namespace": { type: "string" },
+      "leader-elect-lease-duration": { type: "string" },
+      "leader-elect-renew-deadline": { type: "string" },
+      "leader-elect-retry-period": { type: "string" },
     },
   });
+  const timings = electionTimings(values);
   const size = values["ec-cache-size"];
   if (size !== undefined && !QUANTITY.test(size)) {
     throw new UsageError(`--ec-cache-size must be a Kubernetes quantity such as 10Gi or 500Mi (got "${size}")`, USAGE);
@@ -53,23 +71,98 @@ export async function run(args: string[]): Promise<number> {
   if (values.kubeconfig) kc.loadFromFile(values.kubeconfig);
   else kc.loadFromDefault();
   allowPlainHttp(kc);
-  const agent = createAgent({
-    kube: createKube(kc),
-    api: createApiClient({ baseUrl: api, token }),
-    clock: systemClock,
-    config: {
-      ...(values["router-image"] && { routerImage: values["router-image"] }),
-      ...((storageClassName !== undefined || size !== undefined) && {
-        ecCache: { ...(storageClassName !== undefined && { storageClassName }), ...(size !== undefined && { size }) },
-      }),
+  const kube = createKube(kc);
+  const makeAgent = () =>
+    createAgent({
+      kube,
+      api: createApiClient({ baseUrl: api, token }),
+      clock: systemClock,
+      config: {
+        ...(values["router-image"] && { routerImage: values["router-image"] }),
+        ...((storageClassName !== undefined || size !== undefined) && {
+          ecCache: { ...(storageClassName !== undefined && { storageClassName }), ...(size !== undefined && { size }) },
+        }),
+      },
+    });
+  const server = kc.getCurrentCluster()?.server;
+  if (!values["leader-elect"]) {
+    const agent = makeAgent();
+    agent.start();
+    log("info", "berth agent started", { api, server });
+    await untilSignal();
+    await agent.stop();
+    process.exit(0);
+  }
+  const namespace = values["leader-elect-namespace"] ?? process.env.POD_NAMESPACE ?? DEFAULT_LEASE_NAMESPACE;
+  return runElected({ kube, makeAgent, namespace, timings, identity: process.env.POD_NAME || `${hostname()}_${process.pid}`, api, server });
+}
+
+const log = (level: "info" | "warn", msg: string, data?: object) => process.stderr.write(JSON.stringify({ level, msg, ...data }) + "\n");
+const logger = { info: (msg: string, data?: object) => log("info", msg, data), warn: (msg: string, data?: object) => log("warn", msg, data) };
+
+const untilSignal = () =>
+  new Promise<void>((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+
+function electionTimings(values: Record<string, unknown>): ElectionTimings {
+  const flag = (name: string, fallback: number) => {
+    const text = values[name];
+    if (text === undefined) return fallback;
+    const ms = parseDuration(String(text));
+    if (ms === undefined) throw new UsageError(`--${name} must be a positive duration such as 15s or 500ms (got "${String(text)}")`, USAGE);
+    return ms;
+  };
+  const timings = {
+    leaseDurationMs: flag("leader-elect-lease-duration", DEFAULT_ELECTION_TIMINGS.leaseDurationMs),
+    renewDeadlineMs: flag("leader-elect-renew-deadline", DEFAULT_ELECTION_TIMINGS.renewDeadlineMs),
+    retryPeriodMs: flag("leader-elect-retry-period", DEFAULT_ELECTION_TIMINGS.retryPeriodMs),
+  };
+  const problem = timingProblem(timings);
+  if (problem) throw new UsageError(`--leader-elect-*: ${problem}`, USAGE);
+  return timings;
+}
+
+/**
+ * A cold standby: until it holds the Lease the process runs no informer, long-poll, write or
+ * report. Leading starts the agent as a fresh start would (it resumes recorded operations from
+ * the API). Losing the Lease exits 1 at once, without waiting for in-flight work (client-go's
+ * usual OnStoppedLeading): the Deployment restarts it as a standby. SIGTERM stops the loops
+ * first and only then releases the Lease, so the standby never acts beside a leader still writing.
+ */
+async function runElected(options: {
+  kube: Kube;
+  makeAgent: () => Agent;
+  namespace: string;
+  timings: ElectionTimings;
+  identity: string;
+  api: string;
+  server: string | undefined;
+}): Promise<number> {
+  const { kube, makeAgent, namespace, timings, identity } = options;
+  let agent: Agent | undefined;
+  let stopping = false;
+  log("info", "berth agent started, electing a leader", { api: options.api, server: options.server, lease: `${namespace}/${LEASE_NAME}`, identity });
+  const elector = startLeaderElection({
+    coordination: kube.coordination,
+    namespace,
+    name: LEASE_NAME,
+    identity,
+    timings,
+    logger,
+    onStartedLeading() {
+      if (stopping) return;
+      agent = makeAgent();
+      agent.start();
+    },
+    onStoppedLeading() {
+      process.exit(1);
     },
   });
-  agent.start();
-  process.stderr.write(JSON.stringify({ level: "info", msg: "berth agent started", api, server: kc.getCurrentCluster()?.server }) + "\n");
-  await new Promise<void>((resolve) => {
-    const stop = () => void agent.stop().then(resolve);
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
+  await untilSignal();
+  stopping = true;
+  await agent?.stop();
+  await elector.stop({ release: true });
   process.exit(0);
 }

@@ -35,12 +35,12 @@ const parse = (text: string) =>
   });
 
 describe("berth agent install --print", () => {
-  it("prints the six objects as YAML with the token and API URL in the Secret", async () => {
+  it("prints the eight objects as YAML with the token and API URL in the Secret", async () => {
     const result = await install(["--print", "--api", API, "--token", TOKEN]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     const objects = parse(result.stdout);
-    expect(objects.map((o) => o.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Secret", "Deployment"]);
+    expect(objects.map((o) => o.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Secret", "Deployment"]);
     expect(objects.find((o) => o.kind === "Secret")!.stringData).toEqual({ BERTH_API_URL: API, BERTH_AGENT_TOKEN: TOKEN });
     expect(result.stdout).toBe(agentInstallYaml(renderAgentInstall({ apiUrl: API, token: TOKEN })));
   });
@@ -50,7 +50,7 @@ describe("berth agent install --print", () => {
     expect(result.code).toBe(0);
     const objects = parse(result.stdout);
     expect(objects[0]!.metadata.name).toBe("ops-berth");
-    expect(objects.filter((o) => o.metadata.namespace !== undefined).map((o) => o.metadata.namespace)).toEqual(["ops-berth", "ops-berth", "ops-berth"]);
+    expect(objects.filter((o) => o.metadata.namespace !== undefined).map((o) => o.metadata.namespace)).toEqual(["ops-berth", "ops-berth", "ops-berth", "ops-berth", "ops-berth"]);
     expect(objects.find((o) => o.kind === "Deployment")!.spec.template.spec.containers[0].image).toBe("registry.example/berth:dev");
   });
 
@@ -150,6 +150,8 @@ describe("kubectl accepts the printed manifests (simulated cluster)", () => {
     "serviceaccount/berth-agent",
     "clusterrole.rbac.authorization.k8s.io/berth-agent",
     "clusterrolebinding.rbac.authorization.k8s.io/berth-agent",
+    "role.rbac.authorization.k8s.io/berth-agent",
+    "rolebinding.rbac.authorization.k8s.io/berth-agent",
     "secret/berth-agent",
     "deployment.apps/berth-agent",
   ];

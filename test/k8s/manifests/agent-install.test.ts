@@ -6,6 +6,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole";
 import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
+import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
+import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { Namespace } from "kubernetes-models/v1/Namespace";
 import { Secret } from "kubernetes-models/v1/Secret";
@@ -35,6 +37,8 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   "apps/v1/Deployment": Deployment,
   "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
   "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,
+  "rbac.authorization.k8s.io/v1/Role": Role,
+  "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
 };
 
 function validate(object: { apiVersion?: string; kind?: string }): void {
@@ -49,12 +53,14 @@ const objects = renderAgentInstall(OPTIONS);
 const byKind = (list: readonly object[], kind: string): any => list.find((o) => (o as { kind?: string }).kind === kind);
 
 describe("agent install objects", () => {
-  it("are the six objects, in apply order", () => {
+  it("are the eight objects, in apply order", () => {
     expect(objects.map((o) => `${o.kind}/${o.metadata!.name}`)).toEqual([
       `Namespace/${DEFAULT_NAMESPACE}`,
       `ServiceAccount/${AGENT_NAME}`,
       `ClusterRole/${AGENT_NAME}`,
       `ClusterRoleBinding/${AGENT_NAME}`,
+      `Role/${AGENT_NAME}`,
+      `RoleBinding/${AGENT_NAME}`,
       `Secret/${AGENT_NAME}`,
       `Deployment/${AGENT_NAME}`,
     ]);

@@ -5,7 +5,7 @@
 // RBAC accept that Role and its binding without `escalate` or `bind`.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { AppsV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1ClusterRole, type V1PolicyRule } from "@kubernetes/client-node";
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1ClusterRole, type V1PolicyRule, type V1Role } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { AGENT_RULES, renderAgentInstall } from "../../../k8s/manifests/agent-install.ts";
 import { renderDeployment } from "../../../k8s/render/index.ts";
@@ -39,7 +39,10 @@ const NEEDS: [group: string, resource: string, verbs: string[], where: string][]
 ];
 const NEEDED = new Set(NEEDS.flatMap(([group, resource, verbs]) => verbs.map((verb) => perm(group, resource, verb))));
 
-const clusterRole = renderAgentInstall({ apiUrl: "https://berth.example.com", token: "ba_x" }).find((o) => o.kind === "ClusterRole") as V1ClusterRole;
+const installed = renderAgentInstall({ apiUrl: "https://berth.example.com", token: "ba_x" });
+const clusterRole = installed.find((o) => o.kind === "ClusterRole") as V1ClusterRole;
+/** The agent's own namespace only: its leader election Lease. */
+const leaseRole = installed.find((o) => o.kind === "Role") as V1Role;
 
 function permissionsOf(rules: V1PolicyRule[]): Set<Permission> {
   return new Set(
@@ -47,6 +50,7 @@ function permissionsOf(rules: V1PolicyRule[]): Set<Permission> {
   );
 }
 const GRANTED = permissionsOf(clusterRole.rules!);
+const GRANTED_IN_OWN_NAMESPACE = permissionsOf(leaseRole.rules!);
 
 // ---------------------------------------------------------------------------------------------
 // What the agent's sources call. client-node method names encode verb and kind
@@ -56,6 +60,7 @@ const GRANTED = permissionsOf(clusterRole.rules!);
 const API_CLASSES: [group: string, api: { prototype: object }][] = [
   ["", CoreV1Api],
   ["apps", AppsV1Api],
+  ["coordination.k8s.io", CoordinationV1Api],
   [RBAC, RbacAuthorizationV1Api],
 ];
 const VERB_OF: Record<string, string> = {
@@ -89,6 +94,7 @@ const RESOURCE_OF: Record<string, string> = {
   ClusterRole: "clusterroles",
   ClusterRoleBinding: "clusterrolebindings",
   LimitRange: "limitranges",
+  Lease: "leases",
 };
 const GROUP_OF_KIND: Record<string, string> = { Deployment: "apps", Role: RBAC, RoleBinding: RBAC };
 const METHOD = /^(list|read|create|patch|replace|deleteCollection|delete)(Namespaced)?([A-Z]\w*?)(ForAllNamespaces)?$/;
@@ -150,6 +156,16 @@ function ownedKinds(sources: string[]) {
   };
 }
 
+describe("agent Role in its own namespace", () => {
+  it("grants the leader election Lease get, create and update, nothing else, bound to the agent's account", () => {
+    expect([...GRANTED_IN_OWN_NAMESPACE].sort()).toEqual(["coordination.k8s.io leases create", "coordination.k8s.io leases get", "coordination.k8s.io leases update"]);
+    expect(leaseRole.metadata?.namespace).toBe("berth-system");
+    const binding = installed.find((o) => o.kind === "RoleBinding") as { roleRef: object; subjects: object[] };
+    expect(binding.roleRef).toEqual({ apiGroup: RBAC, kind: "Role", name: "berth-agent" });
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "berth-agent", namespace: "berth-system" }]);
+  });
+});
+
 describe("agent ClusterRole", () => {
   it("grants exactly the table of needs: every line present, nothing beyond it", () => {
     expect([...GRANTED].sort()).toEqual([...NEEDED].sort());
@@ -180,7 +196,8 @@ describe("agent ClusterRole", () => {
     const { needs, unknown } = scanSources(sources, ownedKinds(sources));
     expect(unknown, "client-node methods whose kind the scan does not know: add them to RESOURCE_OF").toEqual([]);
     expect(needs.size).toBeGreaterThan(5); // the scan found the agent's calls at all
-    expect([...needs].filter((p) => !GRANTED.has(p)), "called by src/agent but not granted").toEqual([]);
+    expect([...needs].filter((p) => !GRANTED.has(p) && !GRANTED_IN_OWN_NAMESPACE.has(p)), "called by src/agent but not granted").toEqual([]);
+    expect([...needs].filter((p) => p.startsWith("coordination.k8s.io ")).sort(), "the leader election calls were found").toEqual([...GRANTED_IN_OWN_NAMESPACE].sort());
   });
 
   it("the scan has teeth: calls without a rule are reported", () => {
