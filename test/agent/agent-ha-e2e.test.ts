@@ -1,0 +1,233 @@
+// Agent high availability (docs/design.md §13.6): two real `berth agent --leader-elect` processes
+// against a real `berth serve` and the simulated cluster, with a short lease (3 s / 2 s / 0.5 s).
+// Exactly one leads; the leader SIGKILLed mid-rollout is replaced by the standby within lease
+// duration + retry period, which finishes the rollout without a duplicated or wrongly deleted pod
+// (pods sampled every 100 ms throughout); a SIGTERMed leader releases the Lease and the standby
+// takes over within a retry period; a leader that sees another holder exits non-zero at once.
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { specHashOf } from "../../k8s/render/index.ts";
+import { berthPrograms, type SimCluster, startSimCluster, writeKubeconfig } from "../../k8s/sim/index.ts";
+import { registerAgent } from "../../src/agent/api-client.ts";
+import { createKube, type Kube } from "../../src/agent/kube.ts";
+import { BERTH_BIN, type BerthServer, startBerthServer } from "../support/berth-process.ts";
+import { adminCaller, eventually, ROUTER_IMAGE } from "./e2e-support.ts";
+import { checkRollout, ONE_AT_A_TIME, PodSampler, viewOf } from "./pod-sampler.ts";
+
+const OLD_IMAGE = "vllm/vllm-openai:v0.11.0";
+const NEW_IMAGE = "vllm/vllm-openai:v0.11.1";
+const LEASE_NAMESPACE = "berth-system";
+const LEASE_DURATION_MS = 3_000;
+const RENEW_DEADLINE_MS = 2_000;
+const RETRY_PERIOD_MS = 500;
+/** Request latency on a loaded shared machine: the bounds below are the protocol's plus this. */
+const LATENCY_MARGIN_MS = 1_000;
+const run = promisify(execFile);
+
+interface AgentProcess {
+  name: string;
+  child: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderr(): string;
+}
+
+describe("agent high availability with Lease leader election", () => {
+  let workDir: string;
+  let server: BerthServer;
+  let cluster: SimCluster;
+  let kubeconfig: string;
+  let kube: Kube;
+  let clusterId: string;
+  let agentToken: string;
+  /** The deployment the first test creates and the second scales. */
+  let deploymentId = "";
+  const processes: AgentProcess[] = [];
+  const call = adminCaller(() => server);
+
+  /** `berth agent --leader-elect` as its own process, identity and namespace from the Downward API's env vars. */
+  const startAgentProcess = (name: string): AgentProcess => {
+    const args = [BERTH_BIN, "agent", "--api", server.url, "--token", agentToken, "--kubeconfig", kubeconfig, "--router-image", ROUTER_IMAGE, "--leader-elect"];
+    args.push("--leader-elect-lease-duration", `${LEASE_DURATION_MS}ms`, "--leader-elect-renew-deadline", `${RENEW_DEADLINE_MS}ms`, "--leader-elect-retry-period", `${RETRY_PERIOD_MS}ms`);
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, POD_NAME: name, POD_NAMESPACE: LEASE_NAMESPACE } });
+    let err = "";
+    child.stderr!.on("data", (chunk) => (err += chunk));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+    const agent = { name, child, exited, stderr: () => err };
+    processes.push(agent);
+    return agent;
+  };
+
+  const readLease = () => kube.coordination.readNamespacedLease({ namespace: LEASE_NAMESPACE, name: "berth-agent" });
+  const holder = async () => (await readLease()).spec?.holderIdentity ?? "";
+  /** Polls the Lease every 50 ms until `name` holds it; the time from `since` it took. */
+  const heldBy = async (name: string, since: number, timeoutMs: number) => {
+    await eventually(`the Lease held by ${name}`, async () => (await holder()) === name, timeoutMs, 50);
+    return Date.now() - since;
+  };
+  const exitedWithin = (agent: AgentProcess, ms: number) =>
+    Promise.race([agent.exited, new Promise<undefined>((resolve) => setTimeout(resolve, ms))]);
+
+  const waitConverged = (id: string, replicas: number, image: string) =>
+    eventually(`${id} Ready with ${replicas}/${replicas} ready and updated on ${image}`, async () => {
+      const res = await call("GET", `/v1/deployments/${id}`);
+      const status = res.body?.status;
+      const role = status?.roles?.[0];
+      return status?.phase === "Ready" &&
+        status.observedGeneration === res.body.generation &&
+        res.body.spec.engine.image === image &&
+        role?.desired === replicas &&
+        role.ready === replicas &&
+        role.updated === replicas &&
+        role.draining === 0
+        ? res.body
+        : undefined;
+    }, 90_000);
+
+  const patchSpec = async (id: string, spec: object) => {
+    const current = await call("GET", `/v1/deployments/${id}`);
+    const patched = await call("PATCH", `/v1/deployments/${id}`, { spec }, { "Content-Type": "application/merge-patch+json", "If-Match": current.etag! });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    return patched.body;
+  };
+
+  beforeAll(async () => {
+    workDir = mkdtempSync(join(tmpdir(), "berth-ha-"));
+    [server, cluster] = await Promise.all([
+      startBerthServer(),
+      startSimCluster({
+        nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus: 8 }],
+        programs: berthPrograms({ routerImage: ROUTER_IMAGE, simEngineFlags: ["--latency-profile", "turbo"] }),
+        timeScale: 0.1,
+      }),
+    ]);
+    kubeconfig = writeKubeconfig(join(workDir, "kubeconfig"), cluster.url);
+    const kc = new k8s.KubeConfig();
+    kc.loadFromOptions(cluster.kubeConfigOptions);
+    kube = createKube(kc);
+    // The install creates the agent's namespace; the Lease lives there.
+    await kube.core.createNamespace({ body: { metadata: { name: LEASE_NAMESPACE } } });
+    const created = await call("POST", "/v1/clusters", { name: "sim" });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    clusterId = created.body.cluster.id;
+    ({ token: agentToken } = await registerAgent(server.url, created.body.joinToken));
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const { child } of processes) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await Promise.allSettled(processes.map((p) => p.exited));
+    await cluster?.stop({ now: true });
+    await server?.stop();
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it("one leader; SIGKILLed mid-rollout, the standby takes over within lease duration + retry period and finishes it without duplicate or lost pods", async () => {
+    const a = startAgentProcess("agent-a");
+    const b = startAgentProcess("agent-b");
+    const first = await eventually("a leader", async () => [a, b].find((p) => p.stderr().includes('"msg":"became leader"')), 20_000, 50);
+    const standby = first === a ? b : a;
+    await eventually(`${standby.name} standing by`, async () => standby.stderr().includes(`standing by, leader is ${first.name}`), 10_000, 50);
+    expect(await holder()).toBe(first.name);
+    const printed = await run("kubectl", ["--kubeconfig", kubeconfig, "get", "leases", "-n", LEASE_NAMESPACE], { timeout: 30_000 });
+    const [heading, row, ...more] = printed.stdout.trimEnd().split("\n");
+    expect(heading).toMatch(/^NAME\s+HOLDER\s+AGE$/);
+    expect(row).toMatch(new RegExp(`^berth-agent\\s+${first.name}\\s+\\d+s$`));
+    expect(more).toEqual([]);
+
+    const project = await call("POST", "/v1/projects", { name: "ha" });
+    expect(project.status).toBe(201);
+    const deployment = await call("POST", "/v1/deployments", {
+      name: "ha",
+      projectId: project.body.id,
+      spec: {
+        clusterId,
+        model: { name: "Qwen/Qwen3-8B" },
+        engine: { name: "vllm", image: OLD_IMAGE },
+        roles: [{ name: "main", replicas: 3, resources: { gpus: 1 }, ...ONE_AT_A_TIME }],
+      },
+    });
+    expect(deployment.status, JSON.stringify(deployment.body)).toBe(201);
+    const id = (deploymentId = deployment.body.id as string);
+    const ready = await waitConverged(id, 3, OLD_IMAGE);
+    const namespace = "berth-ha";
+    const before = (await kube.core.listNamespacedPod({ namespace })).items.map(viewOf);
+    expect(before.map((p) => p.name).sort()).toEqual(["ha-main-r0-m0", "ha-main-r1-m0", "ha-main-r2-m0"]);
+    // The standby did nothing: every pod was created by one process, which the Lease names.
+    expect(standby.stderr()).not.toContain('"msg":"became leader"');
+    const transitionsBefore = (await readLease()).spec?.leaseTransitions ?? 0;
+
+    // SIGKILL the leader as soon as the rollout's first stale pod is terminating: mid-way.
+    let killedAt: number | undefined;
+    const sampler = new PodSampler(kube, namespace, id, (pods) => {
+      if (killedAt === undefined && pods.some((p) => p.terminating)) {
+        killedAt = Date.now();
+        first.child.kill("SIGKILL");
+      }
+    });
+    const newHash = specHashOf({ ...ready.spec, engine: { ...ready.spec.engine, image: NEW_IMAGE } }, "main");
+    let takeoverMs: number;
+    try {
+      await patchSpec(id, { engine: { image: NEW_IMAGE } });
+      await eventually("the first stale pod terminating", async () => killedAt !== undefined, 60_000, 50);
+      expect((await first.exited).signal).toBe("SIGKILL");
+      takeoverMs = await heldBy(standby.name, killedAt!, LEASE_DURATION_MS + RETRY_PERIOD_MS + 10_000);
+      await waitConverged(id, 3, NEW_IMAGE);
+    } finally {
+      await sampler.stop();
+    }
+    process.stderr.write(`[agent-ha] SIGKILL → standby holds the Lease after ${takeoverMs} ms (bound ${LEASE_DURATION_MS + RETRY_PERIOD_MS} ms + ${LATENCY_MARGIN_MS} ms)\n`);
+    expect(takeoverMs).toBeLessThanOrEqual(LEASE_DURATION_MS + RETRY_PERIOD_MS + LATENCY_MARGIN_MS);
+    // Not before the lease could have expired: the standby waited for it.
+    expect(takeoverMs).toBeGreaterThanOrEqual(LEASE_DURATION_MS - RETRY_PERIOD_MS);
+    expect(standby.stderr()).toContain(`"previousHolder":"${first.name}"`);
+    expect((await readLease()).spec?.leaseTransitions).toBe(transitionsBefore + 1);
+
+    const oldUids = new Set(before.map((p) => p.uid));
+    const { problems, newPodsCreated } = checkRollout(sampler.samples, 3, oldUids, newHash);
+    expect(sampler.errors).toEqual([]);
+    expect(sampler.samples.length).toBeGreaterThan(20);
+    expect(problems).toEqual([]);
+    expect(newPodsCreated).toBe(3);
+    const after = (await kube.core.listNamespacedPod({ namespace })).items.map(viewOf);
+    expect(after.map((p) => p.name).sort()).toEqual(["ha-main-r0-m0", "ha-main-r1-m0", "ha-main-r2-m0"]);
+    expect(after.every((p) => p.hash === newHash && p.ready)).toBe(true);
+  }, 240_000);
+
+  it("a SIGTERMed leader releases the Lease: the standby takes over within a retry period; a leader seeing another holder exits 1", async () => {
+    const leader = processes.find((p) => p.child.exitCode === null && p.child.signalCode === null)!;
+    expect(await holder()).toBe(leader.name);
+    const c = startAgentProcess("agent-c");
+    await eventually("agent-c standing by", async () => c.stderr().includes(`standing by, leader is ${leader.name}`), 20_000, 50);
+
+    const termAt = Date.now();
+    leader.child.kill("SIGTERM");
+    const takeoverMs = await heldBy("agent-c", termAt, 10_000);
+    const exit = await exitedWithin(leader, 10_000);
+    expect(exit, "the old leader exits after releasing").toEqual({ code: 0, signal: null });
+    expect(leader.stderr()).toContain('"msg":"leadership released"');
+    process.stderr.write(`[agent-ha] SIGTERM → standby holds the Lease after ${takeoverMs} ms (bound ${RETRY_PERIOD_MS} ms + ${LATENCY_MARGIN_MS} ms)\n`);
+    // Well under a lease duration: the release, not an expiry, handed it over.
+    expect(takeoverMs).toBeLessThan(RETRY_PERIOD_MS + LATENCY_MARGIN_MS);
+    expect(c.stderr()).toContain('"msg":"became leader"');
+
+    // The new leader reconciles: a scale-up converges.
+    const id = deploymentId;
+    await patchSpec(id, { roles: [{ name: "main", replicas: 4 }] });
+    await waitConverged(id, 4, NEW_IMAGE);
+
+    // Someone else takes the Lease (an operator, a split brain): the leader stops at once, exit 1.
+    const current = await readLease();
+    await kube.coordination.replaceNamespacedLease({
+      namespace: LEASE_NAMESPACE,
+      name: "berth-agent",
+      body: { ...current, spec: { ...current.spec, holderIdentity: "someone-else", renewTime: new k8s.V1MicroTime() } },
+    });
+    const lost = await exitedWithin(c, RETRY_PERIOD_MS + RENEW_DEADLINE_MS + LATENCY_MARGIN_MS);
+    expect(lost, `agent-c exits: ${c.stderr().slice(-400)}`).toEqual({ code: 1, signal: null });
+    expect(c.stderr()).toContain('"msg":"leadership lost"');
+  }, 180_000);
+});
