@@ -2,7 +2,7 @@
 // an agent killed mid-rollout and started afresh finishes it without extra pods, one instance
 // at a time; a 20 s API outage deletes nothing and the agent reconnects on its own; kubectl
 // lists exactly the objects the agent rendered. Pods are sampled every 100 ms throughout.
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,21 +24,26 @@ import { createApiClient, registerAgent } from "../../src/agent/api-client.ts";
 import { createKube, type Kube } from "../../src/agent/kube.ts";
 import { systemClock } from "../../src/domain/clock.ts";
 import type { DeploymentSpec } from "../../src/domain/deployment-spec.ts";
-import { BERTH_BIN, type BerthServer, freePort, startBerthServer } from "../support/berth-process.ts";
+import { type BerthServer, freePort, startBerthServer } from "../support/berth-process.ts";
 import { adminCaller, chat as complete, eventually, FAST_AGENT_CONFIG, quiet, ROUTER_IMAGE } from "./e2e-support.ts";
-import { checkRollout, ONE_AT_A_TIME, PodSampler, type PodView, viewOf } from "./pod-sampler.ts";
+import {
+  type AgentProcess,
+  checkRollout,
+  killAgentProcesses,
+  NEW_IMAGE,
+  OLD_IMAGE,
+  ONE_AT_A_TIME,
+  patchSpec as patchSpecOf,
+  PodSampler,
+  type PodView,
+  spawnAgentProcess,
+  viewOf,
+  waitConverged as waitConvergedOf,
+} from "./rollout-support.ts";
 
-const OLD_IMAGE = "vllm/vllm-openai:v0.11.0";
-const NEW_IMAGE = "vllm/vllm-openai:v0.11.1";
 const OUTAGE_MS = 20_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const run = promisify(execFile);
-
-interface AgentProcess {
-  child: ChildProcess;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr(): string;
-}
 
 describe("the agent's resilience", () => {
   let workDir: string;
@@ -76,15 +81,7 @@ describe("the agent's resilience", () => {
 
   /** `berth agent` as its own process (default intervals: settle 1 s). */
   const startAgentProcess = (token: string): AgentProcess => {
-    const child = spawn(process.execPath, [BERTH_BIN, "agent", "--api", server.url, "--token", token, "--kubeconfig", kubeconfig, "--router-image", ROUTER_IMAGE], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let err = "";
-    child.stderr!.on("data", (chunk) => (err += chunk));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once("exit", (code, signal) => resolve({ code, signal })),
-    );
-    const agent = { child, exited, stderr: () => err };
+    const agent = spawnAgentProcess(["--api", server.url, "--token", token, "--kubeconfig", kubeconfig, "--router-image", ROUTER_IMAGE]);
     processes.push(agent);
     return agent;
   };
@@ -116,34 +113,8 @@ describe("the agent's resilience", () => {
     return deployment.body.id as string;
   };
 
-  /** Ready at its current generation with every instance ready and updated. */
-  const waitConverged = (id: string, replicas: number, what: () => string = () => "") =>
-    eventually(
-      () => `${id} Ready with ${replicas}/${replicas} ready and updated ${what()}`,
-      async () => {
-        const res = await call("GET", `/v1/deployments/${id}`);
-        const status = res.body?.status;
-        const role = status?.roles?.[0];
-        return status?.phase === "Ready" &&
-          status.observedGeneration === res.body.generation &&
-          role?.desired === replicas &&
-          role.ready === replicas &&
-          role.updated === replicas &&
-          role.draining === 0
-          ? res.body
-          : undefined;
-      },
-    );
-
-  const patchSpec = async (id: string, patch: (spec: { engine: object; roles: object[] }) => object) => {
-    const current = await call("GET", `/v1/deployments/${id}`);
-    const patched = await call("PATCH", `/v1/deployments/${id}`, { spec: patch(current.body.spec) }, {
-      "Content-Type": "application/merge-patch+json",
-      "If-Match": current.etag!,
-    });
-    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
-    return patched.body;
-  };
+  const waitConverged = (id: string, replicas: number, what?: () => string) => waitConvergedOf(call, id, replicas, { what });
+  const patchSpec = (id: string, patch: (spec: { engine: object; roles: object[] }) => object) => patchSpecOf(call, id, patch);
 
   const listPods = async (namespace: string, id: string) =>
     (await kube.core.listNamespacedPod({ namespace, labelSelector: `${LABELS.deploymentId}=${id}` })).items.map(viewOf);
@@ -184,8 +155,7 @@ describe("the agent's resilience", () => {
 
   afterAll(async () => {
     await Promise.allSettled(agents.map((agent) => agent.stop()));
-    for (const { child } of processes) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    await Promise.allSettled(processes.map((p) => p.exited));
+    await killAgentProcesses(processes);
     await cluster?.stop({ now: true });
     await server?.stop();
     if (workDir) rmSync(workDir, { recursive: true, force: true });

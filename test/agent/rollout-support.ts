@@ -1,8 +1,17 @@
-// Sampling a deployment's pods every 100 ms while an agent is stopped, killed or replaced, and
-// checking what a one-at-a-time rollout promises across the samples (agent-resilience, agent-ha-e2e).
+// What the tests that stop, kill or replace agents mid-rollout share (agent-resilience,
+// agent-ha-e2e): `berth agent` child processes, a deployment's pods sampled every 100 ms, the
+// promises of a one-at-a-time rollout checked across the samples, waiting for convergence.
+import { type ChildProcess, spawn } from "node:child_process";
 import type * as k8s from "@kubernetes/client-node";
+import { expect } from "vitest";
 import { LABELS } from "../../k8s/render/index.ts";
 import type { Kube } from "../../src/agent/kube.ts";
+import { BERTH_BIN } from "../support/berth-process.ts";
+import { type AdminCall, eventually } from "./e2e-support.ts";
+
+/** The image every rollout in these tests moves from and to. */
+export const OLD_IMAGE = "vllm/vllm-openai:v0.11.0";
+export const NEW_IMAGE = "vllm/vllm-openai:v0.11.1";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -101,4 +110,54 @@ export function checkRollout(samples: Array<{ at: number; pods: PodView[] }>, re
   const finalUids = new Set(final.map((p) => p.uid));
   for (const uid of newUids) if (!finalUids.has(uid)) problems.push(`a pod on the new spec hash (${uid}) was deleted`);
   return { problems, worstUnavailable, newPodsCreated: newUids.size, replacedOrder };
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderr(): string;
+}
+
+/** `berth agent …args` as its own process, its stderr kept; `env` adds to this process's. */
+export function spawnAgentProcess(args: string[], env: Record<string, string> = {}): AgentProcess {
+  const child = spawn(process.execPath, [BERTH_BIN, "agent", ...args], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
+  let err = "";
+  child.stderr!.on("data", (chunk) => (err += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  return { child, exited, stderr: () => err };
+}
+
+/** SIGKILLs every process still running and waits for all of them to exit. */
+export async function killAgentProcesses(processes: readonly AgentProcess[]): Promise<void> {
+  for (const { child } of processes) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await Promise.allSettled(processes.map((p) => p.exited));
+}
+
+/** Ready at its current generation with every instance of its first role ready and updated (and on `image` if given). */
+export const waitConverged = (call: AdminCall, id: string, replicas: number, { image, what = () => "", timeoutMs }: { image?: string; what?: () => string; timeoutMs?: number } = {}) =>
+  eventually(
+    () => `${id} Ready with ${replicas}/${replicas} ready and updated${image ? ` on ${image}` : ""} ${what()}`,
+    async () => {
+      const res = await call("GET", `/v1/deployments/${id}`);
+      const status = res.body?.status;
+      const role = status?.roles?.[0];
+      return status?.phase === "Ready" &&
+        status.observedGeneration === res.body.generation &&
+        (image === undefined || res.body.spec.engine.image === image) &&
+        role?.desired === replicas &&
+        role.ready === replicas &&
+        role.updated === replicas &&
+        role.draining === 0
+        ? res.body
+        : undefined;
+    },
+    timeoutMs,
+  );
+
+/** A merge patch of the deployment's spec (built from the current one), guarded by its ETag; expects 200. */
+export async function patchSpec(call: AdminCall, id: string, patch: (spec: { engine: object; roles: object[] }) => object) {
+  const current = await call("GET", `/v1/deployments/${id}`);
+  const patched = await call("PATCH", `/v1/deployments/${id}`, { spec: patch(current.body.spec) }, { "Content-Type": "application/merge-patch+json", "If-Match": current.etag! });
+  expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+  return patched.body;
 }
