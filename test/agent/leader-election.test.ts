@@ -13,6 +13,7 @@ import {
   releasedRecord,
   timingProblem,
 } from "../../src/agent/leader-election.ts";
+import { runBerth } from "../support/berth-process.ts";
 
 const T = { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 };
 const WALL = Date.parse("2026-12-02T06:00:00.000Z");
@@ -141,4 +142,17 @@ describe("timings", () => {
   ])("parseDuration(%j) = %s", (text, ms) => {
     expect(parseDuration(text)).toBe(ms);
   });
+});
+
+describe("berth agent --leader-elect flags", () => {
+  const base = ["agent", "--api", "http://127.0.0.1:9", "--token", "ba_x", "--leader-elect"];
+  it.each([
+    [["--leader-elect-lease-duration", "15"], '--leader-elect-lease-duration must be a positive duration such as 15s or 500ms (got "15")'],
+    [["--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "2s"], "--leader-elect-*: the lease duration must be greater than the renew deadline"],
+    [["--leader-elect-retry-period", "9s"], "--leader-elect-*: the renew deadline must be greater than 1.2 × the retry period"],
+  ])("%j is a usage error (exit 2) naming the flag", async (flags, message) => {
+    const result = await runBerth([...base, ...flags], {}, { timeoutMs: 60_000 });
+    expect(result.stderr).toContain(message);
+    expect(result.code).toBe(2);
+  }, 70_000);
 });
