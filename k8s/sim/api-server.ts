@@ -16,7 +16,7 @@ import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { parse as parseYaml } from "yaml";
 import { admissionAttributes, validateAdmission, type Operation } from "./admission-policy.ts";
-import { Authenticator, type StaticUser, type UserInfo } from "./authn.ts";
+import { Authenticator, MASTERS, type StaticUser, type UserInfo } from "./authn.ts";
 import { ApiError, errors, type KubeObject } from "./objects.ts";
 import { authorize, forbidden, type RequestAttributes, type Verb } from "./rbac.ts";
 import { jsonPatch, mergePatch, strategicMergePatch } from "./patch.ts";
@@ -245,6 +245,8 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     return { roles, clusterRoles, roleBindings, clusterRoleBindings };
   };
   const requireAllowed = (user: UserInfo, request: RequestAttributes) => {
+    // The superuser needs no look at the RBAC objects (the hot path of benchmarks and most tests).
+    if (user.groups.includes(MASTERS)) return;
     if (!authorize(user, request, rbacObjects()).allowed) throw forbidden(user, request);
   };
   const policies = () => ({
@@ -354,13 +356,12 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         return send(res, 201, created, withWarnings(warnings));
       }
       if (method === "DELETE") {
-        const deleted = await registry.deleteCollection(
-          resource,
-          namespace,
-          { labelSelector: params.get("labelSelector") ?? undefined, fieldSelector: params.get("fieldSelector") ?? undefined },
-          await deleteOptions(req, params),
-        );
-        return send(res, 200, { apiVersion: groupVersion(resource), kind: `${resource.kind}List`, metadata: {}, items: deleted.map(stripTypeMeta) });
+        const selection = { labelSelector: params.get("labelSelector") ?? undefined, fieldSelector: params.get("fieldSelector") ?? undefined };
+        const options = await deleteOptions(req, params);
+        // Each object is admitted as its own DELETE, all before any goes: one refusal deletes nothing.
+        for (const object of registry.list(resource, namespace, selection).items) admit("DELETE")(undefined, object);
+        const deleted = await registry.deleteCollection(resource, namespace, selection, options);
+        return send(res, 200, { apiVersion: groupVersion(resource), kind: `${resource.kind}List`, metadata: {}, items: deleted.map(stripTypeMeta) }, admissionWarnings);
       }
       throw errors.methodNotAllowed();
     }

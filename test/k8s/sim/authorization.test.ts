@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
 import { agentInstallYaml, renderAgentInstall } from "../../../k8s/manifests/agent-install.ts";
 import { kubeConfigOptions, writeKubeconfig } from "../../../k8s/sim/kubeconfig.ts";
 import { berthPrograms } from "../../../k8s/sim/index.ts";
@@ -233,5 +234,48 @@ describe("TokenRequest", () => {
     expect(run.stderr.trim()).toBe(
       'error: failed to create token: serviceaccounts "short" is forbidden: User "system:serviceaccount:default:short" cannot create resource "serviceaccounts/token" in API group "" in the namespace "default"',
     );
+  });
+});
+
+describe("admission for every user", () => {
+  const keepProtected = [
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name: "keep-protected" },
+      spec: {
+        matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["DELETE", "CREATE"], resources: ["configmaps"] }] },
+        validations: [
+          { expression: "request.operation != 'DELETE' || oldObject.metadata.?labels[?'protected'].orValue('') != 'true'", message: "protected", reason: "Forbidden" },
+          { expression: "request.operation != 'CREATE' || has(object.data)", message: "a ConfigMap without data" },
+        ],
+      },
+    },
+    { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: "keep-protected-deny" }, spec: { policyName: "keep-protected", validationActions: ["Deny"], matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "policy-deny" } } } } },
+    { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: "keep-protected-warn" }, spec: { policyName: "keep-protected", validationActions: ["Warn"], matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "policy-warn" } } } } },
+  ];
+
+  it("deletecollection is admitted object by object, and one refusal deletes nothing", async () => {
+    await admin(["apply", "-f", "-"], keepProtected.map((o) => stringify(o)).join("---\n"));
+    await admin(["create", "namespace", "policy-deny"]);
+    await admin(["create", "configmap", "plain", "-n", "policy-deny", "--from-literal=a=1"]);
+    await admin(["create", "configmap", "kept", "-n", "policy-deny", "--from-literal=a=1"]);
+    await admin(["label", "configmap", "kept", "-n", "policy-deny", "protected=true"]);
+    const core = t.kc.makeApiClient(k8s.CoreV1Api);
+    const refused = await core.deleteCollectionNamespacedConfigMap({ namespace: "policy-deny" }).catch((error: unknown) => error);
+    expect((refused as k8s.ApiException<string>).code).toBe(403);
+    expect(JSON.parse((refused as k8s.ApiException<string>).body).message).toBe(
+      `configmaps "kept" is forbidden: ValidatingAdmissionPolicy 'keep-protected' with binding 'keep-protected-deny' denied request: protected`,
+    );
+    const left = await core.listNamespacedConfigMap({ namespace: "policy-deny" });
+    expect(left.items.map((c) => c.metadata?.name).sort()).toEqual(["kept", "plain"]);
+  });
+
+  it("a Warn binding prints kubectl's Warning and admits", async () => {
+    await admin(["create", "namespace", "policy-warn"]);
+    const run = await kubectl(["create", "-f", "-"], { input: JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "empty", namespace: "policy-warn" } }) });
+    expect(run.code).toBe(0);
+    expect(run.stderr.trim()).toBe("Warning: Validation failed for ValidatingAdmissionPolicy 'keep-protected' with binding 'keep-protected-warn': a ConfigMap without data");
+    expect(run.stdout.trim()).toBe("configmap/empty created");
   });
 });
