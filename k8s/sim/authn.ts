@@ -45,11 +45,11 @@ export const serviceAccountUser = (namespace: string, name: string, uid?: string
 });
 
 /** The validated `spec.expirationSeconds` of a TokenRequest body (pure). */
-export function expirationOf(body: unknown): number {
+export function expirationOf(body: unknown, accountName = ""): number {
   const spec = ((body as Record<string, any> | null)?.spec ?? {}) as Record<string, unknown>;
   const seconds = spec.expirationSeconds ?? DEFAULT_EXPIRATION_SECONDS;
   if (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < MIN_EXPIRATION_SECONDS) {
-    throw errors.invalid({ resource: "tokenrequests", group: "authentication.k8s.io", kind: "TokenRequest" }, "", [
+    throw errors.invalid({ resource: "tokenrequests", group: "authentication.k8s.io", kind: "TokenRequest" }, accountName, [
       fieldError.invalid("spec.expirationSeconds", seconds, `may not specify a duration less than ${MIN_EXPIRATION_SECONDS / 60} minutes`),
     ]);
   }
@@ -94,7 +94,7 @@ export class Authenticator {
 
   /** TokenRequest: a new token for the ServiceAccount and the TokenRequest object answered. */
   issue(account: KubeObject, body: unknown): KubeObject {
-    const expirationSeconds = expirationOf(body);
+    const expirationSeconds = expirationOf(body, account.metadata.name);
     const bytes = crypto.getRandomValues(new Uint8Array(32));
     const token = `berth-sim.${Buffer.from(bytes).toString("base64url")}`;
     const expiresAt = this.now() + expirationSeconds * 1000;
