@@ -357,10 +357,10 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       }
       if (method === "DELETE") {
         const selection = { labelSelector: params.get("labelSelector") ?? undefined, fieldSelector: params.get("fieldSelector") ?? undefined };
-        const options = await deleteOptions(req, params);
+        const deleting = await deleteOptions(req, params);
         // Each object is admitted as its own DELETE, all before any goes: one refusal deletes nothing.
         for (const object of registry.list(resource, namespace, selection).items) admit("DELETE")(undefined, object);
-        const deleted = await registry.deleteCollection(resource, namespace, selection, options);
+        const deleted = await registry.deleteCollection(resource, namespace, selection, deleting);
         return send(res, 200, { apiVersion: groupVersion(resource), kind: `${resource.kind}List`, metadata: {}, items: deleted.map(stripTypeMeta) }, admissionWarnings);
       }
       throw errors.methodNotAllowed();
@@ -409,9 +409,9 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         return send(res, existed ? 200 : 201, patched, withWarnings(warnings));
       }
       case "DELETE": {
-        const options = await deleteOptions(req, params);
+        const deleting = await deleteOptions(req, params);
         admit("DELETE")(undefined, registry.get(resource, namespace, name));
-        const deleted = await registry.delete(resource, namespace, name, options);
+        const deleted = await registry.delete(resource, namespace, name, deleting);
         return send(res, 200, deleted, admissionWarnings);
       }
       default:

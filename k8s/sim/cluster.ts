@@ -58,8 +58,9 @@ export interface SimClusterOptions {
   addressMemory?: AddressMemory;
   /**
    * Bearer token the API server requires: a string is used as given, true makes a random one,
-   * false or absent (the default) leaves the loopback API open. kubectl sends no credentials
-   * over plain HTTP, so with a token only client-node (and curl) can talk to the cluster; the
+   * false or absent (the default) leaves the loopback API open (a request without credentials is
+   * the superuser). kubectl sends no credentials over plain HTTP, so with a token and no `tls`
+   * only client-node (and curl) can talk to the cluster; the
    * kubelet runs commands from pod specs, so an open API lets any local user run processes as
    * this one: fine on a single-user machine, worth a token elsewhere.
    */
