@@ -15,7 +15,8 @@ import { stringify } from "yaml";
 import { agentInstallYaml, renderAgentInstall } from "../../../k8s/manifests/agent-install.ts";
 import { kubeConfigOptions, writeKubeconfig } from "../../../k8s/sim/kubeconfig.ts";
 import { berthPrograms } from "../../../k8s/sim/index.ts";
-import { ROUTER_IMAGE, startTestCluster, type TestCluster } from "./support.ts";
+import { aDeployment } from "../../fixtures/deployment-builder.ts";
+import { render, ROUTER_IMAGE, startTestCluster, type TestCluster } from "./support.ts";
 
 const POLICY = new URL("../../../deploy/agent/base/admission-policy.yaml", import.meta.url);
 const AGENT = "system:serviceaccount:berth-system:berth-agent";
@@ -208,6 +209,28 @@ describe("the agent's token", () => {
         .catch(reject);
     });
     expect(seen).toBe("ADDED engine-0");
+  });
+
+  it("may apply what the agent renders (SSA: pods, Services, the router's objects), but not the project namespace without a Pod Security label", async () => {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromOptions(kubeConfigOptions(t.cluster.url, { token: agentToken }));
+    const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+    const applyAsAgent = (object: object) => objects.patch(object as k8s.KubernetesObject, undefined, undefined, "berth-agent", true, k8s.PatchStrategy.ServerSideApply);
+    const rendered = render(aDeployment().epd().router("builtin").build(), "demo");
+    // k8s/render's namespace carries no pod-security.kubernetes.io/enforce label yet: the policy refuses it.
+    const refused = await applyAsAgent(rendered.namespace).catch((error: unknown) => error);
+    expect((refused as k8s.ApiException<string>).code).toBe(403);
+    expect(JSON.parse((refused as k8s.ApiException<string>).body).message).toBe(
+      `namespaces "berth-demo" is forbidden: ${DENIED}: a berth namespace must carry pod-security.kubernetes.io/enforce set to baseline or restricted`,
+    );
+    const labels = { ...rendered.namespace.metadata!.labels, "pod-security.kubernetes.io/enforce": "baseline" };
+    await applyAsAgent({ ...rendered.namespace, metadata: { ...rendered.namespace.metadata, labels } });
+    const everything = [...rendered.claims, ...rendered.services, ...rendered.routerObjects, ...rendered.pods];
+    expect(everything.length).toBeGreaterThan(5);
+    for (const object of everything) await applyAsAgent(object);
+    const pods = await kc.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace: "berth-demo" });
+    const names = pods.items.map((p) => p.metadata?.name);
+    for (const pod of rendered.pods) expect(names).toContain(pod.metadata!.name);
   });
 
   it("an unknown token is 401, and the agent's token dies with its ServiceAccount", async () => {
