@@ -46,6 +46,8 @@ const { values: flags } = parseArgs({
     passes: { type: "string", default: "4" },
     "resync-seconds": { type: "string", default: "15" },
     "footprint-only": { type: "boolean", default: false },
+    /** Adds a footprint row: the compiled agent with these NODE_OPTIONS (e.g. heap limits), to tell live data from GC slack. */
+    "compiled-node-options": { type: "string" },
   },
 });
 const FOOTPRINT_ONLY = flags["footprint-only"];
@@ -681,7 +683,8 @@ async function measurePropagation(base: string, token: string, agent: AgentProce
 // ---------------------------------------------------------------------------------------------
 // Footprint of the real `berth agent` CLI: compiled against tsx
 
-type Build = "compiled" | "tsx";
+/** "compiled", "tsx", or "compiled NODE_OPTIONS=…" (--compiled-node-options). */
+type Build = string;
 
 interface Footprint {
   build: Build;
@@ -699,12 +702,19 @@ interface Footprint {
   rssMb: number;
   /** Cluster requests the held run sent (its lists, watches and heartbeats). */
   clusterRequests: number;
+  /** The process ended before the hold was over (memory then is its last sample). */
+  exitedEarly: boolean;
 }
 
+const COMPILED_NODE_OPTIONS = flags["compiled-node-options"];
 const AGENT_BINARIES: Record<Build, { bin: string; env: Record<string, string | undefined> }> = {
   compiled: { bin: join(ROOT, "dist", "bin", "berth.js"), env: { BERTH_FROM_SOURCE: undefined } },
   tsx: { bin: join(ROOT, "bin", "berth.js"), env: { BERTH_FROM_SOURCE: "1" } },
+  ...(COMPILED_NODE_OPTIONS && {
+    [`compiled NODE_OPTIONS=${COMPILED_NODE_OPTIONS}`]: { bin: join(ROOT, "dist", "bin", "berth.js"), env: { BERTH_FROM_SOURCE: undefined, NODE_OPTIONS: COMPILED_NODE_OPTIONS } },
+  }),
 };
+const BUILDS = Object.keys(AGENT_BINARIES);
 
 /** VmRSS and VmHWM (the peak) of a live process, in MB (Linux). */
 function processMemory(pid: number): { rssMb: number; peakRssMb: number } {
@@ -749,9 +759,9 @@ async function startAgentCli(build: Build, base: string, token: string, kubeconf
 }
 
 async function measureFootprint(base: string, token: string, kubeconfig: string): Promise<Footprint[]> {
-  const starts: Record<Build, AgentCli[]> = { compiled: [], tsx: [] };
+  const starts: Record<Build, AgentCli[]> = Object.fromEntries(BUILDS.map((build) => [build, []]));
   for (let start = 0; start < FOOTPRINT_STARTS; start++) {
-    for (const build of ["compiled", "tsx"] as const) {
+    for (const build of BUILDS) {
       const started = await startAgentCli(build, base, token, kubeconfig);
       await stopChild(started.child);
       starts[build].push(started);
@@ -759,11 +769,20 @@ async function measureFootprint(base: string, token: string, kubeconfig: string)
     }
   }
   const results: Footprint[] = [];
-  for (const build of ["compiled", "tsx"] as const) {
+  for (const build of BUILDS) {
     log(`  footprint: ${build} agent held for ${FOOTPRINT_HOLD_MS / 1000} s`);
     const held = await startAgentCli(build, base, token, kubeconfig);
     let memory = processMemory(held.child.pid!);
-    for (const until = performance.now() + FOOTPRINT_HOLD_MS; performance.now() < until; await sleep(500)) memory = processMemory(held.child.pid!);
+    let exitedEarly = false;
+    for (const until = performance.now() + FOOTPRINT_HOLD_MS; performance.now() < until; await sleep(500)) {
+      try {
+        memory = processMemory(held.child.pid!);
+      } catch {
+        exitedEarly = true; // a heap limit below its live data ends it (--compiled-node-options)
+        break;
+      }
+    }
+    if (exitedEarly) log(`  ${build}: the agent exited during the held run (code ${held.child.exitCode}, signal ${held.child.signalCode})`);
     const clusterRequests = seen.log!.length;
     await stopChild(held.child);
     await quiet(1000);
@@ -779,6 +798,7 @@ async function measureFootprint(base: string, token: string, kubeconfig: string)
       peakRssMb: memory.peakRssMb,
       rssMb: memory.rssMb,
       clusterRequests,
+      exitedEarly,
     });
   }
   seen.log = undefined;

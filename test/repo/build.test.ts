@@ -69,7 +69,7 @@ describe("npm run build", () => {
 
   it("serves /readyz from the compiled CLI without tsx", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "berth-build-"));
-    const env = { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", BERTH_DATA_DIR: dataDir };
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", BERTH_DATA_DIR: dataDir };
     delete env.BERTH_FROM_SOURCE;
     delete env.NODE_OPTIONS;
     const child = spawn(process.execPath, [...NO_TSX, join(outDir, "bin", "berth.js"), "serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
