@@ -42,6 +42,9 @@ export const RESOURCES: readonly ResourceType[] = [
   type("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false),
   type("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false),
   type("coordination.k8s.io", "v1", "leases", "Lease", true),
+  type("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true, { shortNames: ["netpol"] }),
+  type("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, { shortNames: ["pdb"], subresources: ["status"], hasStatus: true }),
+  type("batch", "v1", "jobs", "Job", true, { categories: ["all"], subresources: ["status"], hasStatus: true }),
 ];
 
 export const groupVersion = (r: { group: string; version: string }) => (r.group ? `${r.group}/${r.version}` : r.version);
