@@ -3,6 +3,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { createAgent } from "../agent/agent.ts";
 import { createApiClient } from "../agent/api-client.ts";
+import { parseAgentMode } from "../agent/namespace-scope.ts";
 import { allowPlainHttp, createKube } from "../agent/kube.ts";
 import { systemClock } from "../domain/clock.ts";
 import { DEFAULT_EC_CACHE_SIZE } from "../../k8s/render/index.ts";
@@ -10,6 +11,7 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 
 const USAGE = `usage: berth agent --api URL --token ba_… [--kubeconfig FILE] [--router-image IMAGE]
                    [--ec-cache-storage-class NAME] [--ec-cache-size QUANTITY]
+                   [--namespaces berth-a,berth-b]
        berth agent install --print --api URL [--token ba_…]   (berth agent install --help)
 
 Runs the cluster agent: it long-polls the API for its cluster's deployments and reconciles
@@ -17,7 +19,10 @@ them into Kubernetes. --api and --token may come from BERTH_API_URL and BERTH_AG
 the cluster from --kubeconfig, else KUBECONFIG or ~/.kube/config, else in-cluster.
 vLLM EPD deployments share encoder outputs through a ReadWriteMany claim <deployment>-ec-cache:
 --ec-cache-storage-class picks its class (default: the cluster's default class), --ec-cache-size
-its size (default ${DEFAULT_EC_CACHE_SIZE}).`;
+its size (default ${DEFAULT_EC_CACHE_SIZE}).
+--namespaces (or BERTH_AGENT_NAMESPACES) runs it in namespaced mode: it watches and writes only in
+those existing namespaces, never creates one, and counts free GPUs from the pods it sees there;
+without it, cluster mode (docs/install.md).`;
 
 /** A Kubernetes quantity as a claim's storage request takes it (10Gi, 500M, 1.5T). */
 const QUANTITY = /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
@@ -38,6 +43,7 @@ export async function run(args: string[]): Promise<number> {
       "router-image": { type: "string" },
       "ec-cache-storage-class": { type: "string" },
       "ec-cache-size": { type: "string" },
+      namespaces: { type: "string" },
     },
   });
   const size = values["ec-cache-size"];
@@ -49,6 +55,12 @@ export async function run(args: string[]): Promise<number> {
   const token = values.token ?? process.env.BERTH_AGENT_TOKEN;
   if (!api || !token) throw new UsageError("--api URL and --token are required", USAGE);
   if (!/^https?:\/\//.test(api)) throw new UsageError(`--api must be an http:// or https:// URL (got "${api}")`, USAGE);
+  let mode;
+  try {
+    mode = parseAgentMode(values.namespaces ?? process.env.BERTH_AGENT_NAMESPACES);
+  } catch (error) {
+    throw new UsageError(`--namespaces: ${(error as Error).message}`, USAGE);
+  }
   const kc = new KubeConfig();
   if (values.kubeconfig) kc.loadFromFile(values.kubeconfig);
   else kc.loadFromDefault();
@@ -59,13 +71,14 @@ export async function run(args: string[]): Promise<number> {
     clock: systemClock,
     config: {
       ...(values["router-image"] && { routerImage: values["router-image"] }),
+      ...(mode.mode === "namespaced" && { namespaces: mode.namespaces }),
       ...((storageClassName !== undefined || size !== undefined) && {
         ecCache: { ...(storageClassName !== undefined && { storageClassName }), ...(size !== undefined && { size }) },
       }),
     },
   });
   agent.start();
-  process.stderr.write(JSON.stringify({ level: "info", msg: "berth agent started", api, server: kc.getCurrentCluster()?.server }) + "\n");
+  process.stderr.write(JSON.stringify({ level: "info", msg: "berth agent started", ...mode, api, server: kc.getCurrentCluster()?.server }) + "\n");
   await new Promise<void>((resolve) => {
     const stop = () => void agent.stop().then(resolve);
     process.once("SIGINT", stop);
