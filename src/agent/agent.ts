@@ -462,7 +462,7 @@ export function createAgent({
     try {
       const at = clock.now().getTime();
       const [nodes, pods] = await Promise.all([kube.core.listNode(), visiblePods()]);
-      inventory = computeInventory(nodes.items, pods);
+      inventory = { ...computeInventory(nodes.items, pods), ...(mode.mode === "namespaced" && { podScope: { namespaces: [...mode.namespaces] } }) };
       inventoryAt = at;
       await api.heartbeat({ agentVersion: config.agentVersion, inventory }, abort.signal);
     } catch (error) {

@@ -126,6 +126,10 @@ describe("the bundles on a simulated cluster, and a namespaced agent", () => {
       const outside = await make("outside", other.body.id);
 
       await world.readyDeployment(inside, { timeoutMs: 60_000, what: `berth-demo deployment Ready; agent stderr:\n${err}` });
+      // The inventory says its free-GPU count only subtracts the pods of the listed namespaces.
+      const { body: cluster } = await world.call("GET", `/v1/clusters/${created.body.cluster.id}`);
+      expect(cluster.inventory.podScope).toEqual({ namespaces: ["berth-demo", "berth-research"] });
+      expect(cluster.inventory.nodes.map((n: { name: string }) => n.name)).toEqual(["gpu-a"]);
       const refused = await eventually("the outside deployment's refusal", async () => {
         const { body } = await world.call("GET", `/v1/deployments/${outside}`);
         return body.status?.message?.includes("allow-list") ? body : undefined;
