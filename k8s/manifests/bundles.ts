@@ -131,6 +131,9 @@ function apiObjects() {
       fromSecret("BERTH_ADMIN_TOKEN", DATABASE_SECRET, "BERTH_ADMIN_TOKEN", true),
     ],
     ports: [{ name: "http", containerPort: API_PORT }],
+    // Start-up (Node, the TypeScript loader, the database pool) may take a while on a busy node:
+    // liveness counts only once /healthz first answered, up to 2 minutes after the start.
+    startupProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 5, failureThreshold: 24 },
     livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10, failureThreshold: 3 },
     // /readyz also asks the database: a replica that lost it leaves the Service.
     readinessProbe: { httpGet: { path: "/readyz", port: "http" }, periodSeconds: 5, failureThreshold: 2 },
