@@ -1,6 +1,6 @@
 // A minimal batch/v1 Job controller (for the API's migrations Job): non-indexed Jobs with
 // `completions` and `parallelism` (default 1), a pod per missing completion from the template,
-// `backoffLimit` failed pods (default 6) before the Job fails, and `activeDeadlineSeconds`
+// `backoffLimit` failed pods (default 6) before the Job fails, `suspend`, and `activeDeadlineSeconds`
 // checked whenever the Job is reconciled. Status carries startTime, active, ready, succeeded,
 // failed, completionTime and the conditions `kubectl wait --for=condition=complete` reads
 // (SuccessCriteriaMet then Complete; FailureTarget then Failed, as kube-controller-manager 1.31+).
@@ -38,6 +38,8 @@ export function planJob(spec: Dict, counts: JobCounts, startedAt: number | undef
   const parallelism: number = spec.parallelism ?? 1;
   const backoffLimit: number = spec.backoffLimit ?? 6;
   if (counts.succeeded >= completions) return { kind: "complete" };
+  // A suspended Job starts no pods (its deadline does not run meanwhile either).
+  if (spec.suspend === true) return { kind: "wait" };
   if (counts.failed > backoffLimit) return { kind: "fail", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
   const deadline = spec.activeDeadlineSeconds;
   if (deadline !== undefined && startedAt !== undefined && now - startedAt >= deadline * 1000) {

@@ -16,6 +16,7 @@ describe("planJob", () => {
     ["the default backoff limit is 6", {}, counts({ failed: 6 }), { kind: "create", pods: 1 }],
     ["parallelism 2 of 3 completions", { completions: 3, parallelism: 2 }, counts(), { kind: "create", pods: 2 }],
     ["never more pods than completions left", { completions: 3, parallelism: 2 }, counts({ succeeded: 2 }), { kind: "create", pods: 1 }],
+    ["a suspended Job starts nothing", { suspend: true }, counts(), { kind: "wait" }],
     ["success wins over failures", { backoffLimit: 0 }, counts({ succeeded: 1, failed: 5 }), { kind: "complete" }],
   ])("%s", (_, spec, observed, step) => {
     expect(planJob(spec, observed, 0, 1_000)).toEqual(step);
