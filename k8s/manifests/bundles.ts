@@ -244,12 +244,12 @@ function apiObjects() {
 function agentBaseObjects() {
   const agentLabels = labels(AGENT_NAME, "agent");
   const namespace = restrictedNamespace(DEFAULT_NAMESPACE, "agent");
-  const account = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: AGENT_NAME, labels: agentLabels }, automountServiceAccountToken: true };
+  const account = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: AGENT_NAME, namespace: DEFAULT_NAMESPACE, labels: agentLabels }, automountServiceAccountToken: true };
   const fieldRef = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
   const deployment = {
     apiVersion: "apps/v1",
     kind: "Deployment",
-    metadata: { name: AGENT_NAME, labels: agentLabels },
+    metadata: { name: AGENT_NAME, namespace: DEFAULT_NAMESPACE, labels: agentLabels },
     spec: {
       // Two replicas, one leader (Lease berth-agent): a node loss costs one lease period, not a reschedule.
       replicas: 2,
@@ -283,11 +283,11 @@ function agentBaseObjects() {
       },
     },
   };
-  const leaseRole = { apiVersion: RBAC_V1, kind: "Role", metadata: { name: `${AGENT_NAME}-leader-election`, labels: agentLabels }, rules: toPolicyRules([LEASE_RULE]) };
+  const leaseRole = { apiVersion: RBAC_V1, kind: "Role", metadata: { name: `${AGENT_NAME}-leader-election`, namespace: DEFAULT_NAMESPACE, labels: agentLabels }, rules: toPolicyRules([LEASE_RULE]) };
   const leaseBinding = {
     apiVersion: RBAC_V1,
     kind: "RoleBinding",
-    metadata: { name: `${AGENT_NAME}-leader-election`, labels: agentLabels },
+    metadata: { name: `${AGENT_NAME}-leader-election`, namespace: DEFAULT_NAMESPACE, labels: agentLabels },
     roleRef: { apiGroup: RBAC, kind: "Role", name: `${AGENT_NAME}-leader-election` },
     subjects: [{ kind: "ServiceAccount", name: AGENT_NAME, namespace: DEFAULT_NAMESPACE }],
   };
@@ -356,10 +356,11 @@ export function renderBundles(): Record<string, string> {
   for (const [file, objects] of Object.entries(baseFiles)) files[`deploy/agent/base/${file}`] = yamlOf(objects as KubernetesObject[], GENERATED);
   files["deploy/agent/base/kustomization.yaml"] = kustomization(
     {
-      namespace: DEFAULT_NAMESPACE,
+      // No `namespace:` transformer: it would also stamp the cluster-scoped admission policy and
+      // its binding (kustomize does not know their kinds); each object names berth-system itself.
       resources: [...Object.keys(baseFiles), "admission-policy.yaml"],
       // Placeholders: set the real values in your overlay (behavior: replace), never commit them.
-      secretGenerator: [{ name: AGENT_NAME, type: "Opaque", literals: [`${SECRET_KEYS.apiUrl}=${PLACEHOLDER_API_URL}`, `${SECRET_KEYS.token}=${PLACEHOLDER_TOKEN}`] }],
+      secretGenerator: [{ name: AGENT_NAME, namespace: DEFAULT_NAMESPACE, type: "Opaque", literals: [`${SECRET_KEYS.apiUrl}=${PLACEHOLDER_API_URL}`, `${SECRET_KEYS.token}=${PLACEHOLDER_TOKEN}`] }],
       images: [{ name: IMAGE, newTag: BERTH_VERSION }],
     },
     "The agent's base: namespace, ServiceAccount, leader-election Role, 2-replica Deployment, credential Secret. Use an overlay.",

@@ -7,15 +7,22 @@
 // booleans are read as Go reads them (query.ts); write bodies are checked per fieldValidation. Watches answer 200 with headers flushed at once (client-node's Watch waits
 // for them) and one JSON event per line; a resourceVersion older than the kept history gets
 // an ERROR event carrying a 410 Expired Status, then the stream ends, as from kube-apiserver.
-// When a token is configured every request but /version and health checks must carry it.
+// Every request but /version and health checks is authenticated (authn.ts), authorized by RBAC
+// (rbac.ts) and, when it writes, admitted by the stored ValidatingAdmissionPolicies
+// (admission-policy.ts). With a TLS key and certificate it serves HTTPS: kubectl sends bearer
+// tokens only over TLS.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { parse as parseYaml } from "yaml";
+import { admissionAttributes, validateAdmission, type Operation } from "./admission-policy.ts";
+import { Authenticator, MASTERS, type StaticUser, type UserInfo } from "./authn.ts";
 import { ApiError, errors, type KubeObject } from "./objects.ts";
+import { authorize, forbidden, type RequestAttributes, type Verb } from "./rbac.ts";
 import { jsonPatch, mergePatch, strategicMergePatch } from "./patch.ts";
 import { decodeProtobufBody, PROTOBUF_CONTENT_TYPE } from "./protobuf.ts";
 import type { DeleteOptions, PatchType, Registry, WriteOptions } from "./registry.ts";
-import { coreVersions, findResource, groupDocument, groupList, groupVersion, resourceList, versionInfo, type ResourceType } from "./resources.ts";
+import { coreVersions, findResource, groupDocument, groupList, groupVersion, resourceList, resourceOf, versionInfo, type ResourceType } from "./resources.ts";
 import { formatLabelSelector, fromSelectorObject } from "./selectors.ts";
 import { toTable } from "./tables.ts";
 import { fieldValidationOf, validateFields } from "./openapi/field-validation.ts";
@@ -44,8 +51,12 @@ export interface ApiServerOptions {
   host?: string;
   /** 0 (the default) picks a free port. */
   port?: number;
-  /** Bearer token every resource request must carry; none: open (loopback only). */
+  /** The superuser's bearer token, which every request must then carry; none: a request without credentials is the superuser (loopback only). */
   token?: string;
+  /** Users known by static bearer tokens (RBAC decides what they may do). */
+  users?: readonly StaticUser[];
+  /** PEM key and certificate: serve HTTPS. */
+  tls?: { key: string | Buffer; cert: string | Buffer };
   /** Request log, one line per request (method, path, status, ms). */
   log?: (line: string) => void;
   /** Called as each request arrives, before its body is read (benchmarks time the first write after a change). */
@@ -190,8 +201,58 @@ function stripTypeMeta(object: KubeObject): KubeObject {
   return rest as KubeObject;
 }
 
+const RBAC_RESOURCES = ["roles", "clusterroles", "rolebindings", "clusterrolebindings"].map((r) => resourceOf(r, "rbac.authorization.k8s.io"));
+const ADMISSION_GROUP = "admissionregistration.k8s.io";
+
+const VERB_OF_METHOD: Record<string, Verb> = { POST: "create", PUT: "update", PATCH: "patch" };
+
+/** The RBAC attributes of a resource request, as kube-apiserver's RequestInfoFactory derives them. */
+export function resourceAttributes(method: string, target: Target, watchParam: boolean): RequestAttributes & { kind: "resource" } {
+  const { resource, name, subresource } = target;
+  const verb: Verb =
+    method === "GET"
+      ? target.watchPath || (watchParam && !name)
+        ? "watch"
+        : name
+          ? "get"
+          : "list"
+      : method === "DELETE"
+        ? name
+          ? "delete"
+          : "deletecollection"
+        : (VERB_OF_METHOD[method] ?? "get");
+  // A namespace's own URL is in that namespace (`/api/v1/namespaces/x` is namespace x).
+  const namespace = resource.resource === "namespaces" && resource.group === "" && name ? name : target.namespace;
+  return {
+    kind: "resource",
+    verb,
+    apiGroup: resource.group,
+    apiVersion: resource.version,
+    resource: resource.resource,
+    ...(subresource && { subresource }),
+    ...(namespace !== undefined && { namespace }),
+    ...(name && { name }),
+  };
+}
+
 export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
   const { registry } = options;
+  const serviceAccounts = resourceOf("serviceaccounts");
+  const authenticator = new Authenticator(options.token, options.users ?? [], (namespace, name) => registry.find(serviceAccounts, namespace, name));
+  const listAll = (resource: ResourceType) => registry.list(resource, undefined).items;
+  const rbacObjects = () => {
+    const [roles, clusterRoles, roleBindings, clusterRoleBindings] = RBAC_RESOURCES.map(listAll) as [KubeObject[], KubeObject[], KubeObject[], KubeObject[]];
+    return { roles, clusterRoles, roleBindings, clusterRoleBindings };
+  };
+  const requireAllowed = (user: UserInfo, request: RequestAttributes) => {
+    // The superuser needs no look at the RBAC objects (the hot path of benchmarks and most tests).
+    if (user.groups.includes(MASTERS)) return;
+    if (!authorize(user, request, rbacObjects()).allowed) throw forbidden(user, request);
+  };
+  const policies = () => ({
+    policies: listAll(resourceOf("validatingadmissionpolicies", ADMISSION_GROUP)),
+    bindings: listAll(resourceOf("validatingadmissionpolicybindings", ADMISSION_GROUP)),
+  });
   const sockets = new Set<Socket>();
   const watches = new Set<ServerResponse>();
   let address = "";
@@ -206,7 +267,10 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       res.writeHead(200, { "Content-Type": "text/plain" });
       return void res.end("ok");
     }
-    if (options.token && req.headers.authorization !== `Bearer ${options.token}`) throw errors.unauthorized();
+    const user = authenticator.authenticate(req.headers.authorization);
+    const segments = path.split("/").filter(Boolean).map(decodeURIComponent);
+    const resourcePath = (segments[0] === "api" && segments.length >= 3) || (segments[0] === "apis" && segments.length >= 4);
+    if (!resourcePath) requireAllowed(user, { kind: "nonResource", verb: (req.method ?? "GET").toLowerCase(), path });
     if (path.startsWith("/openapi/")) {
       const document = openApiDocument(path);
       if (!document) throw errors.pathNotFound();
@@ -218,7 +282,6 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       const list = groupList();
       return send(res, 200, { ...list, groups: [...list.groups, metricsApiGroup()] });
     }
-    const segments = path.split("/").filter(Boolean).map(decodeURIComponent);
     let group: string;
     let version: string;
     let rest: string[];
@@ -243,18 +306,39 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     }
     const target = resolveTarget(group, version, rest);
     if (!target) throw errors.pathNotFound();
-    return handleResource(req, res, params, target);
+    const method = req.method ?? "GET";
+    const attributes = resourceAttributes(method, target, boolParam(params, "watch"));
+    requireAllowed(user, attributes);
+    // Server-side apply of an object that does not exist yet creates it: that takes `create` too.
+    const applyType = PATCH_TYPES[(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()] === "apply";
+    if (method === "PATCH" && applyType && target.name && !registry.find(target.resource, target.namespace, target.name)) {
+      requireAllowed(user, { ...attributes, verb: "create" });
+    }
+    return handleResource(req, res, params, target, user);
   }
 
-  async function handleResource(req: IncomingMessage, res: ServerResponse, params: URLSearchParams, target: Target): Promise<void> {
+  async function handleResource(req: IncomingMessage, res: ServerResponse, params: URLSearchParams, target: Target, user: UserInfo): Promise<void> {
     const { resource, namespace, name, subresource } = target;
     if (subresource && !resource.subresources.includes(subresource)) throw unsupportedSubresource(resource.resource, subresource) ?? errors.pathNotFound();
     const method = req.method ?? "GET";
+    const dryRun = params.get("dryRun") === "All";
+    const admissionWarnings: string[] = [];
+    const admit = (operation: Operation) => (object: KubeObject | undefined, old: KubeObject | undefined) => {
+      const subject = object ?? old!;
+      const objectNamespace = resource.namespaced ? (subject.metadata.namespace ?? namespace) : undefined;
+      const attributes = admissionAttributes({ operation, resource, subresource, namespace: objectNamespace, name: subject.metadata.name ?? "", user, dryRun });
+      const namespaceObject = objectNamespace ? registry.find(resourceOf("namespaces"), undefined, objectNamespace) : undefined;
+      const result = validateAdmission(attributes, { object, oldObject: old, namespaceObject }, policies());
+      admissionWarnings.push(...result.warnings);
+      if (result.error) throw result.error;
+    };
     const write: WriteOptions = {
       fieldManager: managerOf(req, params),
-      dryRun: params.get("dryRun") === "All",
+      dryRun,
       ...(subresource === "status" && { subresource: "status" as const }),
+      admit: (object, old) => admit(old ? "UPDATE" : "CREATE")(object, old),
     };
+    const withWarnings = (warnings: readonly string[]) => [...warnings, ...admissionWarnings];
     const contentType = (req.headers["content-type"] ?? "application/json").split(";")[0]!.trim().toLowerCase();
     const validation = method === "GET" || method === "DELETE" ? "Ignore" : fieldValidationOf(params);
     checkBooleanParams(params);
@@ -269,22 +353,26 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         const body = await readObject(req, contentType);
         const warnings = validateFields(resource, body, validation);
         const created = await registry.create(resource, namespace, body, write);
-        return send(res, 201, created, warnings);
+        return send(res, 201, created, withWarnings(warnings));
       }
       if (method === "DELETE") {
-        const deleted = await registry.deleteCollection(
-          resource,
-          namespace,
-          { labelSelector: params.get("labelSelector") ?? undefined, fieldSelector: params.get("fieldSelector") ?? undefined },
-          await deleteOptions(req, params),
-        );
-        return send(res, 200, { apiVersion: groupVersion(resource), kind: `${resource.kind}List`, metadata: {}, items: deleted.map(stripTypeMeta) });
+        const selection = { labelSelector: params.get("labelSelector") ?? undefined, fieldSelector: params.get("fieldSelector") ?? undefined };
+        const deleting = await deleteOptions(req, params);
+        // Each object is admitted as its own DELETE, all before any goes: one refusal deletes nothing.
+        for (const object of registry.list(resource, namespace, selection).items) admit("DELETE")(undefined, object);
+        const deleted = await registry.deleteCollection(resource, namespace, selection, deleting);
+        return send(res, 200, { apiVersion: groupVersion(resource), kind: `${resource.kind}List`, metadata: {}, items: deleted.map(stripTypeMeta) }, admissionWarnings);
       }
       throw errors.methodNotAllowed();
     }
 
     if (target.watchPath) return watch(req, res, params, { ...target, name: undefined }, name);
     if (subresource === "log") return podLog(res, params, target);
+    if (subresource === "token") {
+      if (method !== "POST") throw errors.methodNotAllowed();
+      const account = registry.get(resource, namespace, name);
+      return send(res, 201, authenticator.issue(account, parseBody(await readBody(req), contentType)));
+    }
     if (subresource === "scale") return scale(req, res, params, target, write, contentType);
     if (subresource === "binding" || subresource === "eviction") {
       if (method !== "POST") throw errors.methodNotAllowed();
@@ -307,7 +395,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         const body = await readObject(req, contentType);
         const warnings = validateFields(resource, body, validation);
         const updated = await registry.update(resource, namespace, name, body, write);
-        return send(res, 200, updated, warnings);
+        return send(res, 200, updated, withWarnings(warnings));
       }
       case "PATCH": {
         const type = PATCH_TYPES[contentType];
@@ -318,11 +406,13 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         const warnings = type === "json" ? [] : validateFields(resource, body, validation);
         const existed = registry.find(resource, namespace, name) !== undefined;
         const patched = await registry.patch(resource, namespace, name, type, body, { ...write, force });
-        return send(res, existed ? 200 : 201, patched, warnings);
+        return send(res, existed ? 200 : 201, patched, withWarnings(warnings));
       }
       case "DELETE": {
-        const deleted = await registry.delete(resource, namespace, name, await deleteOptions(req, params));
-        return send(res, 200, deleted);
+        const deleting = await deleteOptions(req, params);
+        admit("DELETE")(undefined, registry.get(resource, namespace, name));
+        const deleted = await registry.delete(resource, namespace, name, deleting);
+        return send(res, 200, deleted, admissionWarnings);
       }
       default:
         throw errors.methodNotAllowed();
@@ -477,7 +567,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     send(res, 200, scaleOf(updated));
   }
 
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();
     const url = new URL(req.url ?? "/", "http://localhost");
     options.onRequest?.({ method: req.method ?? "GET", path: url.pathname, search: url.search, at: started });
@@ -490,7 +580,8 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         send(res, apiError.code, apiError.toStatus());
       })
       .finally(() => options.log?.(`${req.method} ${url.pathname}${url.search} ${res.statusCode} ${Math.round(performance.now() - started)}ms`));
-  });
+  };
+  const server = options.tls ? createTlsServer({ key: options.tls.key, cert: options.tls.cert }, onRequest) : createServer(onRequest);
   server.on("connection", (socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
@@ -504,7 +595,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const bound = server.address() as AddressInfo;
   address = `${bound.address}:${bound.port}`;
   return {
-    url: `http://${address}`,
+    url: `${options.tls ? "https" : "http"}://${address}`,
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of watches) res.end();

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { GPU_TYPE_LABEL } from "../render/names.ts";
 import { type ObservedRequest, startApiServer } from "./api-server.ts";
+import type { StaticUser } from "./authn.ts";
 import { DeploymentController } from "./deployment-controller.ts";
 import { EndpointsController } from "./endpoints-controller.ts";
 import { JobController } from "./job-controller.ts";
@@ -58,12 +59,17 @@ export interface SimClusterOptions {
   addressMemory?: AddressMemory;
   /**
    * Bearer token the API server requires: a string is used as given, true makes a random one,
-   * false or absent (the default) leaves the loopback API open. kubectl sends no credentials
-   * over plain HTTP, so with a token only client-node (and curl) can talk to the cluster; the
+   * false or absent (the default) leaves the loopback API open (a request without credentials is
+   * the superuser). kubectl sends no credentials over plain HTTP, so with a token and no `tls`
+   * only client-node (and curl) can talk to the cluster; the
    * kubelet runs commands from pod specs, so an open API lets any local user run processes as
    * this one: fine on a single-user machine, worth a token elsewhere.
    */
   token?: string | boolean;
+  /** Users known by static bearer tokens (tests acting as a named user); RBAC decides what they may do. */
+  users?: StaticUser[];
+  /** PEM key and certificate: serve HTTPS (kubectl sends bearer tokens only over TLS). */
+  tls?: { key: string | Buffer; cert: string | Buffer };
   /** Also write a kubeconfig there (mode 0600). */
   kubeconfigPath?: string;
   /** Where pod sandboxes go; default a new temporary directory, removed on stop. */
@@ -219,7 +225,7 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
 
   const token = typeof options.token === "string" ? options.token : options.token === true ? crypto.randomUUID().replaceAll("-", "") : undefined;
   const listen = (port: number | undefined) =>
-    startApiServer({ registry, logs: kubelet, host: options.host, port, token, log: options.log, onRequest: options.onRequest });
+    startApiServer({ registry, logs: kubelet, host: options.host, port, token, users: options.users, tls: options.tls, log: options.log, onRequest: options.onRequest });
   let server: Awaited<ReturnType<typeof startApiServer>>;
   let portTaken: number | undefined;
   try {

@@ -20,6 +20,7 @@ const EXTRA_ROOTS = [
   ["v1", "Binding"],
   ["policy/v1", "Eviction"],
   ["meta.k8s.io/v1", "DeleteOptions"],
+  ["authentication.k8s.io/v1", "TokenRequest"],
 ] as const;
 const ENVELOPE = "k8s.io.apimachinery.pkg.runtime.Unknown";
 const GOGO_NULLABLE = 65001;
@@ -104,7 +105,9 @@ const root = (protobuf.Root as unknown as { fromDescriptor(set: unknown, options
 // of its name in its parent's model is inlined there.
 type Model = { attributeTypeMap?: { baseName: string; type: string }[] };
 const MODELS = k8s as unknown as Record<string, Model | undefined>;
-const modelName = (apiVersion: string, kind: string) => (apiVersion === "v1" && kind === "Event" ? "CoreV1Event" : `V1${kind}`);
+// client-node prefixes the models whose kind two groups share with the group.
+const QUALIFIED_MODELS: Record<string, string> = { "v1 Event": "CoreV1Event", "authentication.k8s.io/v1 TokenRequest": "AuthenticationV1TokenRequest" };
+const modelName = (apiVersion: string, kind: string) => QUALIFIED_MODELS[`${apiVersion} ${kind}`] ?? `V1${kind}`;
 const elementOf = (type: string) => /^Array<(.+)>$/.exec(type)?.[1] ?? /^\{ \[key: string\]: (.+); \}$/.exec(type)?.[1] ?? type;
 const inline = new Set<string>();
 const unmatched: string[] = [];

@@ -18,7 +18,8 @@ export function kubeconfigFor(url: string, options: KubeconfigOptions = {}) {
   return {
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name, cluster: { server: url } }],
+    // A TLS simulated cluster has a self-signed certificate on loopback.
+    clusters: [{ name, cluster: { server: url, ...(url.startsWith("https:") && { "insecure-skip-tls-verify": true }) } }],
     users: [{ name, user: options.token ? { token: options.token } : {} }],
     contexts: [{ name, context: { cluster: name, user: name, ...(options.namespace && { namespace: options.namespace }) } }],
     "current-context": name,

@@ -45,6 +45,8 @@ export interface WriteOptions {
   fieldManager?: string;
   dryRun?: boolean;
   subresource?: "status";
+  /** Admission after defaults and validation (ValidatingAdmissionPolicies): throws to refuse the write; `old` is absent on create. */
+  admit?: (object: KubeObject, old: KubeObject | undefined) => void;
 }
 
 export interface PatchOptions extends WriteOptions {
@@ -308,6 +310,7 @@ export class Registry {
     object.metadata.creationTimestamp = now;
     object.metadata.generation = 1;
     this.#admit(resource, object);
+    options.admit?.(object, undefined);
     if (strategy.initialStatus) object.status = strategy.initialStatus(object as Record<string, any>);
     object.metadata.managedFields =
       managedFields ?? recordUpdate(undefined, projection(resource, object), [], { manager: options.fieldManager ?? "unknown", apiVersion: object.apiVersion!, time: now });
@@ -429,6 +432,7 @@ export class Registry {
 
   async #commit(resource: ResourceType, old: KubeObject, next: KubeObject, options: WriteOptions): Promise<KubeObject> {
     this.#admit(resource, next, old);
+    options.admit?.(next, old);
     next.metadata.generation = (old.metadata.generation ?? 1) + (deepEqual(generationContent(next), generationContent(old)) ? 0 : 1);
     next.metadata.resourceVersion = old.metadata.resourceVersion;
     // Nothing changed: no new resourceVersion, no watch event.

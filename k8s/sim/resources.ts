@@ -33,7 +33,7 @@ export const RESOURCES: readonly ResourceType[] = [
   type("", "v1", "events", "Event", true, { shortNames: ["ev"] }),
   type("", "v1", "configmaps", "ConfigMap", true, { shortNames: ["cm"] }),
   type("", "v1", "secrets", "Secret", true),
-  type("", "v1", "serviceaccounts", "ServiceAccount", true, { shortNames: ["sa"] }),
+  type("", "v1", "serviceaccounts", "ServiceAccount", true, { shortNames: ["sa"], subresources: ["token"] }),
   type("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, { shortNames: ["pvc"], subresources: ["status"], hasStatus: true }),
   type("apps", "v1", "deployments", "Deployment", true, { shortNames: ["deploy"], categories: ["all"], subresources: ["status", "scale"], hasStatus: true }),
   type("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true),
@@ -42,10 +42,21 @@ export const RESOURCES: readonly ResourceType[] = [
   type("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false),
   type("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false),
   type("coordination.k8s.io", "v1", "leases", "Lease", true),
+  type("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, { categories: ["api-extensions"], subresources: ["status"], hasStatus: true }),
+  type("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, { categories: ["api-extensions"] }),
   type("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true, { shortNames: ["netpol"] }),
   type("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, { shortNames: ["pdb"], subresources: ["status"], hasStatus: true }),
   type("batch", "v1", "jobs", "Job", true, { categories: ["all"], subresources: ["status"], hasStatus: true }),
 ];
+
+/** Subresources whose body is another kind: kind, group, version, verbs. */
+const SUBRESOURCE_KINDS: Record<string, { kind: string; group?: string; version?: string; verbs: string[] }> = {
+  scale: { kind: "Scale", group: "autoscaling", version: "v1", verbs: ["get", "patch", "update"] },
+  binding: { kind: "Binding", verbs: ["create"] },
+  eviction: { kind: "Eviction", group: "policy", version: "v1", verbs: ["create"] },
+  token: { kind: "TokenRequest", group: "authentication.k8s.io", version: "v1", verbs: ["create"] },
+  log: { kind: "Pod", verbs: ["get"] },
+};
 
 export const groupVersion = (r: { group: string; version: string }) => (r.group ? `${r.group}/${r.version}` : r.version);
 export const resourceKey = (r: ResourceType) => (r.group ? `${r.resource}.${r.group}` : r.resource);
@@ -109,15 +120,10 @@ export function resourceList(group: string, version: string) {
       ...(r.shortNames && { shortNames: r.shortNames }),
       ...(r.categories && { categories: r.categories }),
     },
-    ...r.subresources.map((sub) => ({
-      name: `${r.resource}/${sub}`,
-      singularName: "",
-      namespaced: r.namespaced,
-      kind: sub === "scale" ? "Scale" : sub === "binding" ? "Binding" : sub === "eviction" ? "Eviction" : r.kind,
-      ...(sub === "scale" && { group: "autoscaling", version: "v1" }),
-      ...(sub === "eviction" && { group: "policy", version: "v1" }),
-      verbs: sub === "log" ? ["get"] : sub === "binding" || sub === "eviction" ? ["create"] : ["get", "patch", "update"],
-    })),
+    ...r.subresources.map((sub) => {
+      const { kind, group, version, verbs } = SUBRESOURCE_KINDS[sub] ?? { kind: r.kind, verbs: ["get", "patch", "update"] };
+      return { name: `${r.resource}/${sub}`, singularName: "", namespaced: r.namespaced, kind, ...(group && { group, version }), verbs };
+    }),
   ]);
   return { kind: "APIResourceList", apiVersion: "v1", groupVersion: groupVersion({ group, version }), resources };
 }
