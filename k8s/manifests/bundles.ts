@@ -308,7 +308,8 @@ function clusterRoleAndBinding(name: string, rules: readonly AgentRule[]) {
 export function projectNamespaceObjects(namespace: string): KubernetesObject[] {
   const agentLabels = labels(AGENT_NAME, "agent");
   return [
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "berth" } } } as KubernetesObject,
+    // Baseline Pod Security: engine pods need no privilege, and the admission policy expects a berth namespace to enforce one.
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "berth", "pod-security.kubernetes.io/enforce": "baseline" } } } as KubernetesObject,
     { apiVersion: RBAC_V1, kind: "Role", metadata: { name: AGENT_NAME, namespace, labels: agentLabels }, rules: toPolicyRules(NAMESPACED_MODE_PROJECT_RULES) } as KubernetesObject,
     {
       apiVersion: RBAC_V1,

@@ -3,7 +3,7 @@
 // overlay's namespaces) brings a deployment in an allowed namespace to Ready while refusing one
 // outside its list, without a single cluster-wide request beyond nodes.
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -153,5 +153,72 @@ describe("the bundles on a simulated cluster, and a namespaced agent", () => {
     const inOtherNamespaces = reads.filter((p) => p.startsWith("/api") && p.includes("/namespaces/") && !/\/namespaces\/berth-(demo|research)(\/|$)/.test(p));
     expect(inOtherNamespaces).toEqual([]);
     expect(requests.filter((r) => r.method !== "GET" && r.path.startsWith("/api/v1/namespaces") && r.path.split("/").length <= 5)).toEqual([]);
+  }, 120_000);
+});
+
+describe("a namespaced agent under RBAC: the ServiceAccount token of the namespaced overlay", () => {
+  let world: AgentWorld;
+  let dir: string;
+  let adminKubeconfig: string;
+  let agentKubeconfig: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "berth-deploy-rbac-"));
+    // kubectl sends a token only over HTTPS: a self-signed certificate for 127.0.0.1.
+    const [key, cert] = [join(dir, "key.pem"), join(dir, "cert.pem")];
+    await run("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert]);
+    world = await startAgentWorld({ project: "demo", sim: { tls: { key: readFileSync(key), cert: readFileSync(cert) }, token: true } });
+    adminKubeconfig = writeKubeconfig(join(dir, "admin-kubeconfig"), world.cluster.url, { token: world.cluster.token! });
+    await run("kubectl", ["--kubeconfig", adminKubeconfig, "apply", "-k", "deploy/agent/overlays/namespaced"], { cwd: ROOT });
+    const { stdout: token } = await run("kubectl", ["--kubeconfig", adminKubeconfig, "create", "token", "berth-agent", "-n", "berth-system", "--duration", "1h"]);
+    agentKubeconfig = writeKubeconfig(join(dir, "agent-kubeconfig"), world.cluster.url, { token: token.trim() });
+  }, 60_000);
+  afterAll(async () => {
+    await world?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const asAgent = (...args: string[]) => run("kubectl", ["--kubeconfig", agentKubeconfig, ...args]).then(
+    (r) => ({ code: 0, stderr: r.stderr }),
+    (e: { code?: number; stderr?: string }) => ({ code: e.code ?? -1, stderr: e.stderr ?? "" }),
+  );
+
+  it("is refused a cluster-wide pods list and Secrets outside its namespaces (403)", async () => {
+    const pods = await asAgent("get", "pods", "-A");
+    expect(pods.code).not.toBe(0);
+    expect(pods.stderr.trim()).toBe(
+      'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:berth-system:berth-agent" cannot list resource "pods" in API group "" at the cluster scope',
+    );
+    const secrets = await asAgent("get", "secrets", "-n", "kube-system");
+    expect(secrets.stderr).toMatch(/secrets is forbidden: .* cannot list resource "secrets" in API group "" in the namespace "kube-system"/);
+    expect((await asAgent("get", "pods", "-n", "berth-demo")).code).toBe(0);
+    expect((await asAgent("get", "namespace", "berth-demo")).code).toBe(0);
+    expect((await asAgent("get", "namespace", "default")).code).not.toBe(0);
+  }, 30_000);
+
+  it("runs a berth-demo deployment to Ready as `berth agent --namespaces` with that token", async () => {
+    const created = await world.call("POST", "/v1/clusters", { name: "rbac" });
+    expect(created.status).toBe(201);
+    const { token } = await registerAgent(world.server.url, created.body.joinToken);
+    const child = spawn(process.execPath, [BERTH_BIN, "agent", "--api", world.server.url, "--token", token, "--kubeconfig", agentKubeconfig, "--namespaces", "berth-demo,berth-research"], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let err = "";
+    child.stderr!.on("data", (chunk) => (err += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    try {
+      const res = await world.call("POST", "/v1/deployments", {
+        name: "rbac",
+        projectId: world.projectId,
+        spec: { clusterId: created.body.cluster.id, model: { name: "Qwen/Qwen3-8B" }, engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" }, roles: [{ name: "main", replicas: 1, resources: { gpus: 1 } }] },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      await world.readyDeployment(res.body.id, { timeoutMs: 60_000, what: `Ready under RBAC; agent stderr:\n${err.slice(-4000)}` });
+      // Nothing the agent did was refused: no 403 in its log.
+      expect(err).not.toMatch(/forbidden/i);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
   }, 120_000);
 });
