@@ -77,7 +77,7 @@ describe("deploy/api on a simulated cluster", () => {
         "",
       ].join("\n"),
     );
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     process.env.PATH = savedPath;

@@ -60,7 +60,7 @@ describe("the bundles on a simulated cluster, and a namespaced agent", () => {
     world = await startAgentWorld({ project: "demo", sim: { onRequest: (r) => void (recording && requests.push(r)) } });
     dir = mkdtempSync(join(tmpdir(), "berth-deploy-"));
     kubeconfig = writeKubeconfig(join(dir, "kubeconfig"), world.cluster.url);
-  }, 60_000);
+  }, 120_000);
   afterAll(async () => {
     await world?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -172,7 +172,7 @@ describe("a namespaced agent under RBAC: the ServiceAccount token of the namespa
     await run("kubectl", ["--kubeconfig", adminKubeconfig, "apply", "-k", "deploy/agent/overlays/namespaced"], { cwd: ROOT });
     const { stdout: token } = await run("kubectl", ["--kubeconfig", adminKubeconfig, "create", "token", "berth-agent", "-n", "berth-system", "--duration", "1h"]);
     agentKubeconfig = writeKubeconfig(join(dir, "agent-kubeconfig"), world.cluster.url, { token: token.trim() });
-  }, 60_000);
+  }, 120_000);
   afterAll(async () => {
     await world?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
