@@ -243,7 +243,7 @@ const HEADER = [
 ].join("\n");
 
 /** Comment lines of at most about 96 characters, each with yaml's leading-space convention. */
-function wrapComment(text: string): string {
+export function wrapComment(text: string): string {
   const lines: string[] = [];
   for (const word of text.split(" ")) {
     const last = lines.length - 1;

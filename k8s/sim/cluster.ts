@@ -1,6 +1,6 @@
 // The simulated cluster's composition root: one store and registry, the HTTP API server, the
 // scheduling loop, the process kubelet for every node, the endpoints controller and service
-// proxy, the Deployment and namespace controllers. `stop({ now: true })` kills every pod
+// proxy, the Deployment, Job and namespace controllers. `stop({ now: true })` kills every pod
 // process at once (no preStop, no grace) and closes everything, well within 3 s.
 import { mkdtempSync, rmSync } from "node:fs";
 import { release, tmpdir } from "node:os";
@@ -11,6 +11,7 @@ import { type ObservedRequest, startApiServer } from "./api-server.ts";
 import type { StaticUser } from "./authn.ts";
 import { DeploymentController } from "./deployment-controller.ts";
 import { EndpointsController } from "./endpoints-controller.ts";
+import { JobController } from "./job-controller.ts";
 import { VolumeController } from "./volumes.ts";
 import { EventRecorder, startEventExpiry } from "./events.ts";
 import { AddressPool, type AddressMemory } from "./ip-pool.ts";
@@ -216,9 +217,10 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
   const endpoints = new EndpointsController(store, registry);
   const proxy = new ServiceProxy(store, log);
   const deployments = new DeploymentController(store, registry, new EventRecorder(registry, "deployment-controller"));
+  const jobs = new JobController(store, registry, new EventRecorder(registry, "job-controller"));
   const namespaces = new NamespaceController(store, registry);
   const volumes = new VolumeController(store, workDir);
-  for (const controller of [scheduler, kubelet, endpoints, proxy, deployments, namespaces, volumes]) controller.start();
+  for (const controller of [scheduler, kubelet, endpoints, proxy, deployments, jobs, namespaces, volumes]) controller.start();
   const stopEventExpiry = startEventExpiry(registry);
 
   const token = typeof options.token === "string" ? options.token : options.token === true ? crypto.randomUUID().replaceAll("-", "") : undefined;
@@ -250,7 +252,7 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
       (stopped ??= (async () => {
         stopping = true;
         await kubelet.stop(stopOptions);
-        for (const controller of [scheduler, endpoints, proxy, deployments, namespaces, volumes]) controller.stop();
+        for (const controller of [scheduler, endpoints, proxy, deployments, jobs, namespaces, volumes]) controller.stop();
         stopEventExpiry();
         await server.close();
         podAddresses.close();

@@ -44,6 +44,9 @@ export const RESOURCES: readonly ResourceType[] = [
   type("coordination.k8s.io", "v1", "leases", "Lease", true),
   type("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, { categories: ["api-extensions"], subresources: ["status"], hasStatus: true }),
   type("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, { categories: ["api-extensions"] }),
+  type("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true, { shortNames: ["netpol"] }),
+  type("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, { shortNames: ["pdb"], subresources: ["status"], hasStatus: true }),
+  type("batch", "v1", "jobs", "Job", true, { categories: ["all"], subresources: ["status"], hasStatus: true }),
 ];
 
 /** Subresources whose body is another kind: kind, group, version, verbs. */

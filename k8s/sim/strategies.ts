@@ -293,6 +293,43 @@ const STRATEGIES: Record<string, Strategy> = {
     validate: (deployment) => [...deploymentSelectorCauses(deployment), ...validatePodSpec(deployment.spec?.template?.spec, "spec.template.spec")],
     update: (next, old) => (deepEqual(next.spec?.selector, old.spec?.selector) ? [] : [fieldError.immutable("spec.selector", next.spec?.selector)]),
   },
+  jobs: {
+    // kube-apiserver's Job strategy: a selector on the Job's own uid and the labels that match it
+    // on the template (unless manualSelector), the counting defaults, an immutable template.
+    defaults: (job) => {
+      const spec = (job.spec ??= {});
+      const uid = job.metadata.uid;
+      spec.template ??= {};
+      if (!spec.manualSelector && uid) {
+        spec.selector ??= { matchLabels: { "batch.kubernetes.io/controller-uid": uid } };
+        const name = job.metadata.name;
+        spec.template.metadata = {
+          ...spec.template.metadata,
+          labels: { ...spec.template.metadata?.labels, "batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name, "controller-uid": uid, "job-name": name },
+        };
+      }
+      spec.backoffLimit ??= 6;
+      spec.completions ??= 1;
+      spec.parallelism ??= 1;
+      spec.completionMode ??= "NonIndexed";
+      spec.suspend ??= false;
+      spec.template.spec ??= {};
+      defaultPodSpec(spec.template.spec);
+    },
+    initialStatus: () => ({}),
+    validate: (job) => {
+      const policy = job.spec?.template?.spec?.restartPolicy;
+      const causes = validatePodSpec(job.spec?.template?.spec, "spec.template.spec");
+      if (policy !== "Never" && policy !== "OnFailure") {
+        causes.push({ reason: "FieldValueNotSupported", field: "spec.template.spec.restartPolicy", message: `Unsupported value: "${policy}": supported values: "OnFailure", "Never"` });
+      }
+      return causes;
+    },
+    update: (next, old) => [
+      ...(deepEqual(next.spec?.selector, old.spec?.selector) ? [] : [fieldError.immutable("spec.selector", next.spec?.selector)]),
+      ...(deepEqual(next.spec?.template, old.spec?.template) ? [] : [fieldError.immutable("spec.template", next.spec?.template)]),
+    ],
+  },
   persistentvolumeclaims: {
     defaults: defaultClaim,
     initialStatus: initialClaimStatus,

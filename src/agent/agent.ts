@@ -33,6 +33,7 @@ import { pushEndpoints, tokenFromSecret } from "./router-endpoints.ts";
 import { needsRouterViews } from "./rank-coverage.ts";
 import { readRouterViews } from "./router-views.ts";
 import { computeStatus } from "./status.ts";
+import { type AgentMode, namespaceRefusal } from "./namespace-scope.ts";
 
 export interface AgentConfig {
   agentVersion: string;
@@ -62,6 +63,13 @@ export interface AgentConfig {
    * and rates come out per engine second: a rate times a latency is then a concurrency.
    */
   metricsTimeScale?: number;
+  /**
+   * Namespaced mode: the only namespaces the agent watches and writes in (they must exist; it
+   * never creates one). Undefined: cluster mode (cluster-wide informers, namespaces on demand).
+   */
+  namespaces?: readonly string[];
+  /** Namespaced mode: how often each listed namespace is read with `get`. */
+  namespacePollMs?: number;
 }
 
 export const DEFAULT_AGENT_CONFIG: AgentConfig = {
@@ -138,8 +146,11 @@ export function createAgent({
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
 
+  const mode: AgentMode = config.namespaces === undefined ? { mode: "cluster" } : { mode: "namespaced", namespaces: config.namespaces };
   const informers = createInformers({
     kube,
+    ...(config.namespaces !== undefined && { namespaces: config.namespaces }),
+    ...(config.namespacePollMs !== undefined && { namespacePollMs: config.namespacePollMs }),
     watchTimeoutSeconds: config.watchTimeoutSeconds,
     backoffBaseMs: config.backoffBaseMs,
     backoffCapMs: config.backoffCapMs,
@@ -284,9 +295,13 @@ export function createAgent({
     const namespace = namespaceName(projectName);
     const routerKinds = deleting || deployment.spec.router !== undefined;
     const observed = observeFromCache(cache, namespace, deployment.id, routerKinds);
+    // Namespaced mode: a namespace outside the allow-list, missing or unreadable is reported, never written to.
+    const refusal = deleting
+      ? undefined
+      : namespaceRefusal(mode, { namespace, exists: observed.namespaceExists, ...withProblem(informers.namespaceProblem(namespace)) });
     const now = clock.now().getTime();
     const pauses = state.placementPauses;
-    const actions = planDeployment({ render, deleting, observed, ...(inventory && { inventory }), ...(inventoryAt !== undefined && { inventoryAt }), ...(pauses && { placementPauses: pauses, now }) });
+    const actions = refusal !== undefined ? [] : planDeployment({ render, deleting, observed, ...(inventory && { inventory }), ...(inventoryAt !== undefined && { inventoryAt }), ...(pauses && { placementPauses: pauses, now }) });
     const released = actions.flatMap((a) => (a.kind === "deletePod" && a.release ? [a.release] : []));
     if (released.length > 0 || pauses?.size) state.placementPauses = nextPauses(pauses ?? new Map(), released, readyGroups(render, observed.pods), now);
     for (const a of actions) {
@@ -302,19 +317,21 @@ export function createAgent({
     // Instances that retire (surplus, stale) are withdrawn from the builtin router first: their
     // deletes run only after every Ready router pod acknowledged them as draining.
     const retirements = actions.filter(isRetirement);
-    let applyError: string | undefined;
+    let applyError: string | undefined = refusal;
     let pushError: string | undefined;
     const pass = { deploymentId: deployment.id, render, observed, deleting };
     /** What this pass pushed as draining; undefined when it pushed nothing (nothing is confirmed then). */
     let drainingPods: ReadonlySet<string> | undefined;
-    try {
-      await applyActions(kube, actions.filter((a) => !isRetirement(a)), expect);
-      const retiring = await retirementExecutor.prepare(pass, retirementCandidates(render, observed, inventory));
-      await resizeExecutor.prepare(pass);
-      if (!deleting) drainingPods = await pushRouterEndpoints(render, observed, retirements, state, retiring);
-    } catch (error) {
-      if (error instanceof PushError) pushError = error.message;
-      else applyError = (error as Error).message;
+    if (refusal === undefined) {
+      try {
+        await applyActions(kube, actions.filter((a) => !isRetirement(a)), expect);
+        const retiring = await retirementExecutor.prepare(pass, retirementCandidates(render, observed, inventory));
+        await resizeExecutor.prepare(pass);
+        if (!deleting) drainingPods = await pushRouterEndpoints(render, observed, retirements, state, retiring);
+      } catch (error) {
+        if (error instanceof PushError) pushError = error.message;
+        else applyError = (error as Error).message;
+      }
     }
     if (!applyError && !pushError) {
       try {
@@ -444,8 +461,8 @@ export function createAgent({
   async function heartbeat(): Promise<void> {
     try {
       const at = clock.now().getTime();
-      const [nodes, pods] = await Promise.all([kube.core.listNode(), kube.core.listPodForAllNamespaces({})]);
-      inventory = computeInventory(nodes.items, pods.items);
+      const [nodes, pods] = await Promise.all([kube.core.listNode(), visiblePods()]);
+      inventory = { ...computeInventory(nodes.items, pods), ...(mode.mode === "namespaced" && { podScope: { namespaces: [...mode.namespaces] } }) };
       inventoryAt = at;
       await api.heartbeat({ agentVersion: config.agentVersion, inventory }, abort.signal);
     } catch (error) {
@@ -453,8 +470,25 @@ export function createAgent({
     }
   }
 
+  /**
+   * Every pod the agent may list, for the free-GPU count: cluster-wide, or (namespaced mode) only
+   * inside its namespaces, so pods of other tenants on the same nodes are not subtracted there.
+   */
+  async function visiblePods() {
+    if (mode.mode === "cluster") return (await kube.core.listPodForAllNamespaces({})).items;
+    const lists = await Promise.allSettled(mode.namespaces.map((namespace) => kube.core.listNamespacedPod({ namespace })));
+    lists.forEach((list, i) => {
+      if (list.status === "rejected") logger.warn("pods not listed for the inventory", { namespace: mode.namespaces[i], error: (list.reason as Error).message });
+    });
+    return lists.flatMap((list) => (list.status === "fulfilled" ? list.value.items : []));
+  }
+
   return {
     start() {
+      logger.info("agent mode", {
+        ...mode,
+        ...(mode.mode === "namespaced" && { freeGpus: "counted from pods in the listed namespaces only" }),
+      });
       informers.start();
       loops.push(heartbeat(), pollDesired(), retirementExecutor.resume(), resizeExecutor.resume());
       timers.push(setInterval(() => void heartbeat(), config.heartbeatMs));
@@ -472,3 +506,5 @@ export function createAgent({
     },
   };
 }
+
+const withProblem = (readProblem: string | undefined) => (readProblem === undefined ? {} : { readProblem });

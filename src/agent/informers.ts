@@ -1,4 +1,5 @@
-// Informers: one client-node ListWatch per cached kind, cluster-wide, selected by
+// Informers: one client-node ListWatch per cached kind, cluster-wide (or, in namespaced mode, one
+// per kind and listed namespace, the namespaces themselves read by name), selected by
 // app.kubernetes.io/managed-by=berth-agent, feeding the ClusterCache and telling the agent what
 // changed. ListWatch relists by itself after a 410 (an ERROR event with code 410, or a 410
 // answer), resumes from its resourceVersion after a watch ends, and stops for good on any other
@@ -10,31 +11,105 @@ import { sleepUnlessAborted } from "./abortable.ts";
 import { type KubernetesListObject, type KubernetesObject, ListWatch, Watch } from "@kubernetes/client-node";
 import { LABELS, MANAGED_BY } from "../../k8s/render/index.ts";
 import { CACHED_KINDS, type CachedKind, ClusterCache } from "./cluster-cache.ts";
-import type { Kube } from "./kube.ts";
+import { type Kube, statusCodeOf } from "./kube.ts";
 
 export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
 
 type List = KubernetesListObject<KubernetesObject>;
 
-/** Where each kind is watched cluster-wide, and its typed list (the informer's initial and 410 relist). */
-const SOURCES: Record<CachedKind, { path: string; list: (kube: Kube, labelSelector: string) => Promise<List> }> = {
-  namespaces: { path: "/api/v1/namespaces", list: (k, labelSelector) => k.core.listNamespace({ labelSelector }) },
-  pods: { path: "/api/v1/pods", list: (k, labelSelector) => k.core.listPodForAllNamespaces({ labelSelector }) },
-  services: { path: "/api/v1/services", list: (k, labelSelector) => k.core.listServiceForAllNamespaces({ labelSelector }) },
+type Lister = (kube: Kube, labelSelector: string) => Promise<List>;
+type NamespacedLister = (kube: Kube, labelSelector: string, namespace: string) => Promise<List>;
+interface Source {
+  /** Cluster-wide collection path and typed list (the informer's initial and 410 relist). */
+  path: string;
+  list: Lister;
+  /** The same collection inside one namespace (namespaced mode). */
+  pathIn: (namespace: string) => string;
+  listIn: NamespacedLister;
+}
+type WatchedKind = Exclude<CachedKind, "namespaces">;
+
+/** Where each namespaced kind is watched, cluster-wide or inside one namespace. Namespaces themselves are below. */
+const SOURCES: Record<WatchedKind, Source> = {
+  pods: {
+    path: "/api/v1/pods",
+    list: (k, labelSelector) => k.core.listPodForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/api/v1/namespaces/${ns}/pods`,
+    listIn: (k, labelSelector, namespace) => k.core.listNamespacedPod({ namespace, labelSelector }),
+  },
+  services: {
+    path: "/api/v1/services",
+    list: (k, labelSelector) => k.core.listServiceForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/api/v1/namespaces/${ns}/services`,
+    listIn: (k, labelSelector, namespace) => k.core.listNamespacedService({ namespace, labelSelector }),
+  },
   persistentvolumeclaims: {
     path: "/api/v1/persistentvolumeclaims",
     list: (k, labelSelector) => k.core.listPersistentVolumeClaimForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/api/v1/namespaces/${ns}/persistentvolumeclaims`,
+    listIn: (k, labelSelector, namespace) => k.core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector }),
   },
-  deployments: { path: "/apis/apps/v1/deployments", list: (k, labelSelector) => k.apps.listDeploymentForAllNamespaces({ labelSelector }) },
-  configmaps: { path: "/api/v1/configmaps", list: (k, labelSelector) => k.core.listConfigMapForAllNamespaces({ labelSelector }) },
-  secrets: { path: "/api/v1/secrets", list: (k, labelSelector) => k.core.listSecretForAllNamespaces({ labelSelector }) },
-  serviceaccounts: { path: "/api/v1/serviceaccounts", list: (k, labelSelector) => k.core.listServiceAccountForAllNamespaces({ labelSelector }) },
-  roles: { path: "/apis/rbac.authorization.k8s.io/v1/roles", list: (k, labelSelector) => k.rbac.listRoleForAllNamespaces({ labelSelector }) },
+  deployments: {
+    path: "/apis/apps/v1/deployments",
+    list: (k, labelSelector) => k.apps.listDeploymentForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/apis/apps/v1/namespaces/${ns}/deployments`,
+    listIn: (k, labelSelector, namespace) => k.apps.listNamespacedDeployment({ namespace, labelSelector }),
+  },
+  configmaps: {
+    path: "/api/v1/configmaps",
+    list: (k, labelSelector) => k.core.listConfigMapForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/api/v1/namespaces/${ns}/configmaps`,
+    listIn: (k, labelSelector, namespace) => k.core.listNamespacedConfigMap({ namespace, labelSelector }),
+  },
+  secrets: {
+    path: "/api/v1/secrets",
+    list: (k, labelSelector) => k.core.listSecretForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/api/v1/namespaces/${ns}/secrets`,
+    listIn: (k, labelSelector, namespace) => k.core.listNamespacedSecret({ namespace, labelSelector }),
+  },
+  serviceaccounts: {
+    path: "/api/v1/serviceaccounts",
+    list: (k, labelSelector) => k.core.listServiceAccountForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/api/v1/namespaces/${ns}/serviceaccounts`,
+    listIn: (k, labelSelector, namespace) => k.core.listNamespacedServiceAccount({ namespace, labelSelector }),
+  },
+  roles: {
+    path: "/apis/rbac.authorization.k8s.io/v1/roles",
+    list: (k, labelSelector) => k.rbac.listRoleForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`,
+    listIn: (k, labelSelector, namespace) => k.rbac.listNamespacedRole({ namespace, labelSelector }),
+  },
   rolebindings: {
     path: "/apis/rbac.authorization.k8s.io/v1/rolebindings",
     list: (k, labelSelector) => k.rbac.listRoleBindingForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`,
+    listIn: (k, labelSelector, namespace) => k.rbac.listNamespacedRoleBinding({ namespace, labelSelector }),
   },
 };
+/** Cluster mode watches the agent's labelled namespaces; namespaced mode polls each listed one with `get` (see pollNamespaces). */
+const NAMESPACES_SOURCE = { path: "/api/v1/namespaces", list: ((k, labelSelector) => k.core.listNamespace({ labelSelector })) as Lister };
+
+/** One informer: a kind, cluster-wide (namespace undefined) or inside one namespace. */
+interface Watched {
+  kind: CachedKind;
+  namespace?: string;
+  path: string;
+  list: () => Promise<List>;
+}
+
+/** What to watch: every kind cluster-wide, or every namespaced kind in each listed namespace (pure). */
+export function watchPlan(kube: Kube, namespaces: readonly string[] | undefined): Watched[] {
+  const kinds = Object.keys(SOURCES) as WatchedKind[];
+  if (namespaces === undefined) {
+    return [
+      { kind: "namespaces", path: NAMESPACES_SOURCE.path, list: () => NAMESPACES_SOURCE.list(kube, MANAGED_SELECTOR) },
+      ...kinds.map((kind): Watched => ({ kind, path: SOURCES[kind].path, list: () => SOURCES[kind].list(kube, MANAGED_SELECTOR) })),
+    ];
+  }
+  return namespaces.flatMap((namespace) =>
+    kinds.map((kind): Watched => ({ kind, namespace, path: SOURCES[kind].pathIn(namespace), list: () => SOURCES[kind].listIn(kube, MANAGED_SELECTOR, namespace) })),
+  );
+}
 
 /** A watch that ends normally sooner than this is reopened only this long after it opened. */
 const MIN_WATCH_MS = 1_000;
@@ -104,12 +179,18 @@ export interface Informers {
   readonly cache: ClusterCache;
   /** Every one of these kinds has listed at least once. */
   isSynced(kinds: readonly CachedKind[]): boolean;
+  /** Namespaced mode: why a listed namespace could not be read (a 403, say); undefined when read (or absent: 404). */
+  namespaceProblem(namespace: string): string | undefined;
   start(): void;
   stop(): Promise<void>;
 }
 
 export interface InformerOptions {
   kube: Kube;
+  /** Namespaced mode: watch only inside these namespaces (cluster mode when undefined). */
+  namespaces?: readonly string[];
+  /** Namespaced mode: how often each listed namespace is read with `get` (default 10 s). */
+  namespacePollMs?: number;
   /** Base of the watches' timeoutSeconds; each watch takes a random value in [base, 2 × base). */
   watchTimeoutSeconds: number;
   backoffBaseMs: number;
@@ -124,7 +205,17 @@ export interface InformerOptions {
 export function createInformers(options: InformerOptions): Informers {
   const { kube, logger, onChange, onSynced } = options;
   const cache = new ClusterCache();
-  const synced = new Set<CachedKind>();
+  const plan = watchPlan(kube, options.namespaces);
+  // Per kind, how many of its informers (or the namespace poller) have not listed yet.
+  const unsynced = new Map<CachedKind, number>(CACHED_KINDS.map((kind) => [kind, 0]));
+  for (const { kind } of plan) unsynced.set(kind, unsynced.get(kind)! + 1);
+  if (options.namespaces !== undefined) unsynced.set("namespaces", 1);
+  const markSynced = (kind: CachedKind) => {
+    const left = unsynced.get(kind)! - 1;
+    unsynced.set(kind, left);
+    if (left === 0) onSynced(kind);
+  };
+  const namespaceProblems = new Map<string, string>();
   const informers: Array<{ informer: ListWatch<KubernetesObject>; watch: BoundedWatch }> = [];
   const loops: Promise<void>[] = [];
   const abort = new AbortController();
@@ -134,11 +225,11 @@ export function createInformers(options: InformerOptions): Informers {
   const sleep = (ms: number) => sleepUnlessAborted(ms, abort.signal);
   const timeoutSeconds = () => Math.round(options.watchTimeoutSeconds * (1 + Math.random()));
 
-  /** Starts one kind's informer and restarts it whenever it stops on an error, until stop(). */
-  async function keepRunning(kind: CachedKind): Promise<void> {
-    const { path, list } = SOURCES[kind];
+  /** Starts one informer and restarts it whenever it stops on an error, until stop(). */
+  async function keepRunning({ kind, path, list }: Watched): Promise<void> {
+    let listedOnce = false;
     const watch = new BoundedWatch(kube.kc, timeoutSeconds);
-    const informer = new ListWatch<KubernetesObject>(path, watch, () => list(kube, MANAGED_SELECTOR), false, MANAGED_SELECTOR);
+    const informer = new ListWatch<KubernetesObject>(path, watch, list, false, MANAGED_SELECTOR);
     informers.push({ informer, watch });
     const changed = (object: KubernetesObject) => {
       cache.upsert(kind, object);
@@ -172,9 +263,9 @@ export function createInformers(options: InformerOptions): Informers {
       }
       if (stopped) return;
       if (errors === seen) {
-        if (!synced.has(kind)) {
-          synced.add(kind);
-          onSynced(kind);
+        if (!listedOnce) {
+          listedOnce = true;
+          markSynced(kind);
         }
         await Promise.race([stoppedByError, aborted]);
         if (stopped) return;
@@ -182,16 +273,54 @@ export function createInformers(options: InformerOptions): Informers {
       // A long healthy run starts the backoff over; errors in a row double it.
       failures = Date.now() - startedAt > options.backoffCapMs ? 1 : failures + 1;
       const retryInMs = Math.min(options.backoffCapMs, options.backoffBaseMs * 2 ** (failures - 1));
-      logger.warn("informer stopped; restarting", { kind, error: (lastError as Error)?.message ?? String(lastError), retryInMs });
+      logger.warn("informer stopped; restarting", { kind, path, error: (lastError as Error)?.message ?? String(lastError), retryInMs });
       await sleep(retryInMs);
+    }
+  }
+
+  /**
+   * Namespaced mode: the agent may not list namespaces, so it reads each listed one by name.
+   * Found: cached (whatever its labels: an administrator created it); 404: removed; any other
+   * error: kept as the namespace's problem, reported on its deployments. Synced after one round.
+   */
+  async function pollNamespaces(namespaces: readonly string[]): Promise<void> {
+    let first = true;
+    while (!stopped) {
+      await Promise.all(
+        namespaces.map(async (name) => {
+          try {
+            const found = await kube.core.readNamespace({ name });
+            namespaceProblems.delete(name);
+            const before = cache.get("namespaces", undefined, name);
+            cache.upsert("namespaces", found);
+            if (before?.metadata?.resourceVersion !== found.metadata?.resourceVersion) onChange("namespaces", found);
+          } catch (error) {
+            const code = statusCodeOf(error);
+            if (code === 404) namespaceProblems.delete(name);
+            else namespaceProblems.set(name, `namespace ${name} could not be read (${code ?? "no answer"}): ${(error as Error).message.slice(0, 200)}`);
+            const before = cache.get("namespaces", undefined, name);
+            if (code === 404 && before) {
+              cache.remove("namespaces", before);
+              onChange("namespaces", before);
+            }
+          }
+        }),
+      );
+      if (first) {
+        first = false;
+        markSynced("namespaces");
+      }
+      await sleep(options.namespacePollMs ?? 10_000);
     }
   }
 
   return {
     cache,
-    isSynced: (kinds) => kinds.every((kind) => synced.has(kind)),
+    isSynced: (kinds) => kinds.every((kind) => unsynced.get(kind) === 0),
+    namespaceProblem: (namespace) => namespaceProblems.get(namespace),
     start() {
-      for (const kind of CACHED_KINDS) loops.push(keepRunning(kind));
+      for (const watched of plan) loops.push(keepRunning(watched));
+      if (options.namespaces !== undefined) loops.push(pollNamespaces(options.namespaces));
     },
     async stop() {
       stopped = true;

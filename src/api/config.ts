@@ -33,6 +33,11 @@ export const Config = z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
       .default("false")
       .transform((value) => value === "true" || value === "1"),
+    // false when a separate `berth migrate` Job owns migrations (deploy/api): replicas then never race them at start.
+    BERTH_MIGRATE: z
+      .enum(["true", "false", "1", "0"], { error: "must be true or false" })
+      .default("true")
+      .transform((value) => value === "true" || value === "1"),
   })
   .transform((env) => ({
     port: env.PORT,
@@ -45,6 +50,7 @@ export const Config = z
     authCacheSeconds: env.BERTH_AUTH_CACHE_SECONDS,
     webhookRetrySchedule: env.BERTH_WEBHOOK_RETRY_SCHEDULE ?? [...DEFAULT_RETRY_SCHEDULE_SECONDS],
     webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE,
+    migrateOnStart: env.BERTH_MIGRATE,
   }));
 
 export type Config = z.output<typeof Config>;

@@ -53,7 +53,8 @@ export interface PreparedApi {
 
 export async function prepareApi(config: Config, runtime: EntryRuntime): Promise<PreparedApi> {
   const database = await openDatabase(config, runtime.makeDirectory);
-  await database.migrate();
+  // With BERTH_MIGRATE=false the schema is the migrations Job's job (one run per version).
+  if (config.migrateOnStart) await database.migrate();
   const appConfig: AppConfig = {
     ...DEFAULT_APP_CONFIG,
     adminToken: config.adminToken,

@@ -8,6 +8,7 @@ import { createApiClient } from "../agent/api-client.ts";
 import { allowPlainHttp, createKube, type Kube } from "../agent/kube.ts";
 import { DEFAULT_ELECTION_TIMINGS, type ElectionTimings, parseDuration, timingProblem } from "../agent/leader-election.ts";
 import { startLeaderElection } from "../agent/leader-election-runner.ts";
+import { parseAgentMode } from "../agent/namespace-scope.ts";
 import { systemClock } from "../domain/clock.ts";
 import { DEFAULT_EC_CACHE_SIZE } from "../../k8s/render/index.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
@@ -17,6 +18,7 @@ const DEFAULT_LEASE_NAMESPACE = "berth-system";
 
 const USAGE = `usage: berth agent --api URL --token ba_… [--kubeconfig FILE] [--router-image IMAGE]
                    [--ec-cache-storage-class NAME] [--ec-cache-size QUANTITY]
+                   [--namespaces berth-a,berth-b]
                    [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s]
                     [--leader-elect-renew-deadline 10s] [--leader-elect-retry-period 2s]]
        berth agent install --print --api URL [--token ba_…]   (berth agent install --help)
@@ -27,6 +29,9 @@ the cluster from --kubeconfig, else KUBECONFIG or ~/.kube/config, else in-cluste
 vLLM EPD deployments share encoder outputs through a ReadWriteMany claim <deployment>-ec-cache:
 --ec-cache-storage-class picks its class (default: the cluster's default class), --ec-cache-size
 its size (default ${DEFAULT_EC_CACHE_SIZE}).
+--namespaces (or BERTH_AGENT_NAMESPACES) runs it in namespaced mode: it watches and writes only in
+those existing namespaces, never creates one, and counts free GPUs from the pods it sees there;
+without it, cluster mode (docs/install.md).
 --leader-elect runs the loops only while this process holds the Lease ${LEASE_NAME} in
 --leader-elect-namespace (default: POD_NAMESPACE, else ${DEFAULT_LEASE_NAMESPACE}), as identity POD_NAME (else
 hostname_pid); a standby touches nothing but the Lease. Durations as Go writes them (15s, 500ms).`;
@@ -55,6 +60,7 @@ export async function run(args: string[]): Promise<number> {
       "leader-elect-lease-duration": { type: "string" },
       "leader-elect-renew-deadline": { type: "string" },
       "leader-elect-retry-period": { type: "string" },
+      namespaces: { type: "string" },
     },
   });
   const timings = electionTimings(values);
@@ -67,6 +73,12 @@ export async function run(args: string[]): Promise<number> {
   const token = values.token ?? process.env.BERTH_AGENT_TOKEN;
   if (!api || !token) throw new UsageError("--api URL and --token are required", USAGE);
   if (!/^https?:\/\//.test(api)) throw new UsageError(`--api must be an http:// or https:// URL (got "${api}")`, USAGE);
+  let mode;
+  try {
+    mode = parseAgentMode(values.namespaces ?? process.env.BERTH_AGENT_NAMESPACES);
+  } catch (error) {
+    throw new UsageError(`--namespaces: ${(error as Error).message}`, USAGE);
+  }
   const kc = new KubeConfig();
   if (values.kubeconfig) kc.loadFromFile(values.kubeconfig);
   else kc.loadFromDefault();
@@ -79,6 +91,7 @@ export async function run(args: string[]): Promise<number> {
       clock: systemClock,
       config: {
         ...(values["router-image"] && { routerImage: values["router-image"] }),
+        ...(mode.mode === "namespaced" && { namespaces: mode.namespaces }),
         ...((storageClassName !== undefined || size !== undefined) && {
           ecCache: { ...(storageClassName !== undefined && { storageClassName }), ...(size !== undefined && { size }) },
         }),
@@ -88,13 +101,13 @@ export async function run(args: string[]): Promise<number> {
   if (!values["leader-elect"]) {
     const agent = makeAgent();
     agent.start();
-    log("info", "berth agent started", { api, server });
+    log("info", "berth agent started", { ...mode, api, server });
     await untilSignal();
     await agent.stop();
     process.exit(0);
   }
   const namespace = values["leader-elect-namespace"] ?? process.env.POD_NAMESPACE ?? DEFAULT_LEASE_NAMESPACE;
-  return runElected({ kube, makeAgent, namespace, timings, identity: process.env.POD_NAME || `${hostname()}_${process.pid}`, api, server });
+  return runElected({ kube, makeAgent, namespace, timings, identity: process.env.POD_NAME || `${hostname()}_${process.pid}`, api, server, mode });
 }
 
 const log = (level: "info" | "warn", msg: string, data?: object) => process.stderr.write(JSON.stringify({ level, msg, ...data }) + "\n");
@@ -139,11 +152,12 @@ async function runElected(options: {
   identity: string;
   api: string;
   server: string | undefined;
+  mode: ReturnType<typeof parseAgentMode>;
 }): Promise<number> {
   const { kube, makeAgent, namespace, timings, identity } = options;
   let agent: Agent | undefined;
   let stopping = false;
-  log("info", "berth agent started, electing a leader", { api: options.api, server: options.server, lease: `${namespace}/${LEASE_NAME}`, identity });
+  log("info", "berth agent started, electing a leader", { ...options.mode, api: options.api, server: options.server, lease: `${namespace}/${LEASE_NAME}`, identity });
   const elector = startLeaderElection({
     coordination: kube.coordination,
     namespace,

@@ -12,7 +12,14 @@ export const InventoryNode = strictObject({
   gpuFree: z.number().int().min(0).max(4096).describe("Allocatable GPUs no pod holds"),
 }).meta({ id: "InventoryNode" });
 
-export const Inventory = strictObject({ nodes: z.array(InventoryNode).max(5000) }).meta({ id: "Inventory" });
+export const Inventory = strictObject({
+  nodes: z.array(InventoryNode).max(5000),
+  podScope: strictObject({ namespaces: z.array(z.string().min(1).max(63)).min(1).max(1000) })
+    .optional()
+    .describe(
+      "Present when the agent runs in namespaced mode: gpuFree subtracts only the pods of these namespaces (the only ones it may list), so it over-counts GPUs that other tenants' pods hold on shared nodes",
+    ),
+}).meta({ id: "Inventory" });
 export type Inventory = z.infer<typeof Inventory>;
 
 export const Heartbeat = strictObject({

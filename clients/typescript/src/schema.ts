@@ -2434,6 +2434,10 @@ export interface components {
             /** @description The last inventory the agent reported; null until then */
             inventory: {
                 nodes: components["schemas"]["InventoryNode"][];
+                /** @description Present when the agent runs in namespaced mode: gpuFree subtracts only the pods of these namespaces (the only ones it may list), so it over-counts GPUs that other tenants' pods hold on shared nodes */
+                podScope?: {
+                    namespaces: string[];
+                };
             } | null;
             resourceVersion: number;
             createdAt: string;
@@ -2469,6 +2473,10 @@ export interface components {
         };
         Inventory: {
             nodes: components["schemas"]["InventoryNode"][];
+            /** @description Present when the agent runs in namespaced mode: gpuFree subtracts only the pods of these namespaces (the only ones it may list), so it over-counts GPUs that other tenants' pods hold on shared nodes */
+            podScope?: {
+                namespaces: string[];
+            };
         };
         DesiredState: {
             /** @description Pass as ?since= on the next call */

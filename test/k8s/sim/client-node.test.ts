@@ -67,7 +67,7 @@ it("server-side apply conflicts without force and takes the field over with it",
 
 it("reads the OpenAPI v3 index and a group-version document", async () => {
   const index = (await (await fetch(`${t.cluster.url}/openapi/v3`)).json()) as { paths: Record<string, { serverRelativeURL: string }> };
-  expect(Object.keys(index.paths).sort()).toEqual(["api/v1", "apis/admissionregistration.k8s.io/v1", "apis/apps/v1", "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1", "apis/rbac.authorization.k8s.io/v1"]);
+  expect(Object.keys(index.paths).sort()).toEqual(["api/v1", "apis/admissionregistration.k8s.io/v1", "apis/apps/v1", "apis/batch/v1", "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1", "apis/networking.k8s.io/v1", "apis/policy/v1", "apis/rbac.authorization.k8s.io/v1"]);
   const response = await fetch(`${t.cluster.url}${index.paths["apis/apps/v1"]!.serverRelativeURL}`);
   expect(response.headers.get("content-type")).toBe("application/json");
   const doc = (await response.json()) as { openapi: string; components: { schemas: Record<string, Record<string, unknown>> } };
