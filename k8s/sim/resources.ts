@@ -39,6 +39,7 @@ export const RESOURCES: readonly ResourceType[] = [
   type("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true),
   type("rbac.authorization.k8s.io", "v1", "roles", "Role", true),
   type("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true),
+  type("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true, { shortNames: ["netpol"] }),
   type("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false),
   type("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false),
   type("coordination.k8s.io", "v1", "leases", "Lease", true),

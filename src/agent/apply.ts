@@ -1,4 +1,4 @@
-// Apply: executes planned actions. Namespaces, Services, claims and router objects by server-side
+// Apply: executes planned actions. Namespaces, NetworkPolicies, Services, claims and router objects by server-side
 // apply (field manager berth-agent); pods and the router's token Secret by create (a pod's spec
 // is immutable; the token is drawn once and a 409 keeps the one already stored); deletes carry
 // the UID the planner observed, so an object recreated meanwhile under the same name is never hit.
@@ -19,6 +19,7 @@ export async function applyAction(kube: Kube, action: Action): Promise<void> {
       case "applyNamespace":
       case "applyService":
       case "applyClaim":
+      case "applyNetworkPolicy":
       case "applyRouterObject":
         await kube.objects.patch(action.object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
         return;

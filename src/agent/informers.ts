@@ -7,7 +7,7 @@
 // dead connection cannot freeze the cache. A kind counts as synced once its first list landed;
 // it stays synced while restarting (the cache keeps what it last saw, as client-go's HasSynced).
 import { sleepUnlessAborted } from "./abortable.ts";
-import { type KubernetesListObject, type KubernetesObject, ListWatch, Watch } from "@kubernetes/client-node";
+import { type KubernetesListObject, type KubernetesObject, ListWatch, NetworkingV1Api, Watch } from "@kubernetes/client-node";
 import { LABELS, MANAGED_BY } from "../../k8s/render/index.ts";
 import { CACHED_KINDS, type CachedKind, ClusterCache } from "./cluster-cache.ts";
 import type { Kube } from "./kube.ts";
@@ -24,6 +24,10 @@ const SOURCES: Record<CachedKind, { path: string; list: (kube: Kube, labelSelect
   persistentvolumeclaims: {
     path: "/api/v1/persistentvolumeclaims",
     list: (k, labelSelector) => k.core.listPersistentVolumeClaimForAllNamespaces({ labelSelector }),
+  },
+  networkpolicies: {
+    path: "/apis/networking.k8s.io/v1/networkpolicies",
+    list: (k, labelSelector) => k.kc.makeApiClient(NetworkingV1Api).listNetworkPolicyForAllNamespaces({ labelSelector }),
   },
   deployments: { path: "/apis/apps/v1/deployments", list: (k, labelSelector) => k.apps.listDeploymentForAllNamespaces({ labelSelector }) },
   configmaps: { path: "/api/v1/configmaps", list: (k, labelSelector) => k.core.listConfigMapForAllNamespaces({ labelSelector }) },
