@@ -2,6 +2,7 @@
 // Names are derived, never stored: `<deployment>-<role>-r<replica>-m<member>` for pods,
 // `<deployment>-<role>` for role Services, `<deployment>-<role>-r<replica>` for an
 // instance's headless Service (the pods' DNS subdomain), `<deployment>` for the router Service.
+import type { V1PodSecurityContext, V1SecurityContext } from "@kubernetes/client-node";
 import type { DeploymentSpec, EngineName, Role } from "../../src/domain/deployment-spec.ts";
 import type { RenderOptions, ResolvedOptions } from "./types.ts";
 
@@ -88,8 +89,8 @@ export function resolveOptions(spec: DeploymentSpec, deploymentName: string, opt
  * Linux capability (vLLM, SGLang and the routers bind ports above 1024 and need none); pods add
  * the runtime's default seccomp profile. Both are what `restricted` asks besides a non-root user.
  */
-export const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } as const;
-export const POD_SECURITY = { seccompProfile: { type: "RuntimeDefault" } } as const;
+export const CONTAINER_SECURITY: Readonly<V1SecurityContext> = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
+export const POD_SECURITY: Readonly<V1PodSecurityContext> = { seccompProfile: { type: "RuntimeDefault" } };
 
 export const namespaceName = (projectName: string) => `berth-${projectName}`;
 export const podName = (deployment: string, role: string, replica: number, member: number) =>

@@ -8,7 +8,7 @@
 //   router  ← the ingress source and the agent's namespace (router port)
 //   router  → the deployment's own pods (every port); external routers → the Kubernetes API (TCP 443, 6443)
 // Policies are additive: the namespace's two apply to every pod, a deployment's to its pods only.
-import type { V1LabelSelector, V1NetworkPolicy, V1NetworkPolicyPeer, V1NetworkPolicyPort } from "@kubernetes/client-node";
+import type { V1LabelSelector, V1NetworkPolicy, V1NetworkPolicyPeer, V1NetworkPolicyPort, V1NetworkPolicySpec } from "@kubernetes/client-node";
 import { LABELS, MANAGED_BY, namespaceName, resolveOptions, routerName } from "./names.ts";
 import { canonicalJson, fnv1a64 } from "./spec-hash.ts";
 import type { IsolationOptions, RenderInput } from "./types.ts";
@@ -58,6 +58,17 @@ export function exceptionsWithin(cidr: string): string[] {
     return inner.bits > outer.bits && inner.base >= outer.base && inner.base < outer.base + size;
   });
 }
+
+/**
+ * An ingress rule in the API's JSON shape (`from`). client-node's type calls that field `_from`
+ * and its serializer renames it; apply.ts converts before sending (toClientShape there).
+ */
+interface IngressRule {
+  from: V1NetworkPolicyPeer[];
+  ports?: V1NetworkPolicyPort[];
+}
+type PolicySpec = Omit<V1NetworkPolicySpec, "ingress"> & { ingress?: IngressRule[] };
+const asPolicySpec = (spec: PolicySpec) => spec as unknown as V1NetworkPolicySpec;
 
 export interface ResolvedIsolation {
   ingressNamespace?: string;
@@ -126,7 +137,7 @@ export function renderDeploymentPolicies(input: RenderInput): V1NetworkPolicy[] 
     matchLabels: { [LABELS.deploymentId]: deployment.id },
     matchExpressions: [{ key: LABELS.component, operator: "DoesNotExist" }],
   };
-  const policies: Array<{ name: string; component?: string; spec: NonNullable<V1NetworkPolicy["spec"]> }> = [
+  const policies: Array<{ name: string; component?: string; spec: PolicySpec }> = [
     {
       name: enginePolicyName(deployment.name),
       spec: {
@@ -171,6 +182,6 @@ export function renderDeploymentPolicies(input: RenderInput): V1NetworkPolicy[] 
         [LABELS.specHash]: fnv1a64(canonicalJson(spec)),
       },
     },
-    spec,
+    spec: asPolicySpec(spec),
   }));
 }

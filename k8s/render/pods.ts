@@ -179,7 +179,7 @@ export function renderMemberPod(input: RenderInput, roleName: string, replica: n
     resources: { ...(Object.keys(requests).length > 0 && { requests }), ...(Object.keys(limits).length > 0 && { limits }) },
     volumeMounts: mounts,
     ...(managed && plan.serves ? probes(plan, spec.engine.name) : {}),
-    securityContext: structuredClone(CONTAINER_SECURITY) as V1Container["securityContext"],
+    securityContext: structuredClone(CONTAINER_SECURITY),
   };
   const hook = managed && plan.serves ? drainHook(spec.engine.name, options.enginePort, role.terminationGracePeriodSeconds) : undefined;
   if (hook) container.lifecycle = hook;

@@ -79,7 +79,7 @@ function routerContainer(input: RenderInput, options: ResolvedOptions, config: R
   const common = {
     ports: [{ name: "http", containerPort: options.routerPort, protocol: "TCP" }],
     resources: { requests: { cpu: "250m", memory: "256Mi" } },
-    securityContext: structuredClone(CONTAINER_SECURITY) as V1Container["securityContext"],
+    securityContext: structuredClone(CONTAINER_SECURITY),
   };
   if (router.kind === "builtin") {
     const secret = options.routerAdminTokenSecret;
