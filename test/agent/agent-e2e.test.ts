@@ -102,7 +102,7 @@ describe("berth agent against the simulated cluster", () => {
     const policies = await kube.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace: NS });
     expect(policies.items.map((p) => p.metadata!.name).sort()).toEqual(["berth-allow-dns", "berth-default-deny", "chat-engines"]);
     const engines = policies.items.find((p) => p.metadata!.name === "chat-engines")!;
-    expect(engines.spec!.podSelector.matchLabels).toEqual({ "berth.dev/deployment-id": id });
+    expect(engines.spec!.podSelector!.matchLabels).toEqual({ "berth.dev/deployment-id": id });
     // The ingress peers arrived under `from` (client-node reads them back as `_from`): the first rule admits the deployment's own pods.
     expect(engines.spec!.ingress![0]!._from).toEqual([{ podSelector: { matchLabels: { "berth.dev/deployment-id": id } } }]);
     expect(engines.spec!.egress!.some((rule) => rule.to?.some((peer) => peer.ipBlock?.except?.includes("169.254.0.0/16")))).toBe(true);

@@ -63,7 +63,7 @@ const portMatches = (ports: V1NetworkPolicyPort[] | undefined, port: number, pro
 function selecting(policies: V1NetworkPolicy[], pod: Endpoint, type: "Ingress" | "Egress"): V1NetworkPolicy[] {
   if (pod.namespace === undefined) return [];
   return policies.filter(
-    (p) => p.metadata!.namespace === pod.namespace && (p.spec!.policyTypes ?? []).includes(type) && matchesSelector(p.spec!.podSelector, pod.labels ?? {}),
+    (p) => p.metadata!.namespace === pod.namespace && (p.spec!.policyTypes ?? []).includes(type) && matchesSelector(p.spec!.podSelector ?? {}, pod.labels ?? {}),
   );
 }
 
