@@ -155,6 +155,8 @@ describe("affectedKeys", () => {
   it.each<[string, CachedKind, KubernetesObject, string[]]>([
     ["a pod names its deployment", "pods", object("berth-team", "p", "d1"), ["d1"]],
     ["a router Secret names its deployment", "secrets", object("berth-other", "s", "d3"), ["d3"]],
+    ["a deployment's NetworkPolicy names its deployment", "networkpolicies", object("berth-team", "x-engines", "d2"), ["d2"]],
+    ["a namespace-wide NetworkPolicy concerns every deployment of its namespace", "networkpolicies", object("berth-team", "berth-default-deny"), ["d1", "d2"]],
     ["an object of a deployment the agent does not know", "pods", object("berth-team", "p", "dX"), []],
     ["an object without the label", "services", object("berth-team", "s"), []],
     ["a namespace concerns every deployment in it", "namespaces", object(undefined, "berth-team"), ["d1", "d2"]],

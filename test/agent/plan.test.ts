@@ -84,6 +84,21 @@ describe("planDeployment", () => {
     expect(summary(planDeployment({ render: input, deleting: false, observed: observed(input, states) }))).toEqual(expected);
   });
 
+  it("re-applies a namespace that lacks a Pod Security label, not one whose value an admin changed; a missing or drifted policy is applied again", () => {
+    const input = aggregated(1);
+    const steady = observed(input, ["ready"]);
+    expect(summary(planDeployment({ render: input, deleting: false, observed: steady }))).toEqual([]);
+    const { ["pod-security.kubernetes.io/enforce"]: _dropped, ...unlabelled } = steady.namespaceLabels;
+    expect(summary(planDeployment({ render: input, deleting: false, observed: { ...steady, namespaceLabels: unlabelled } }))).toEqual(["namespace berth-team"]);
+    const privileged = { ...steady.namespaceLabels, "pod-security.kubernetes.io/enforce": "privileged" };
+    expect(summary(planDeployment({ render: input, deleting: false, observed: { ...steady, namespaceLabels: privileged } }))).toEqual([]);
+    const drifted = steady.networkPolicies.map((p) => ({ ...p, metadata: { ...p.metadata!, labels: { ...p.metadata!.labels!, "berth.dev/spec-hash": "0000000000000000" } } }));
+    expect(summary(planDeployment({ render: input, deleting: false, observed: { ...steady, networkPolicies: drifted, namespacePolicies: ["berth-allow-dns"] } }))).toEqual([
+      "netpol berth-default-deny",
+      "netpol chat-engines",
+    ]);
+  });
+
   it("deleting removes every pod (highest index first), Service and the deployment's policy, by UID; the namespace's policies stay", () => {
     const input = aggregated(2);
     expect(summary(planDeployment({ render: input, deleting: true, observed: observed(input, ["ready", "terminating", "ready"]) }))).toEqual([
