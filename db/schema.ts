@@ -35,6 +35,8 @@ export const projects = pgTable(
     id: text("id").primaryKey(),
     name: text("name").notNull(),
     maxGpus: integer("max_gpus"),
+    /** Whether the project's editors may use the take-over tier (`command`); set by an installation admin only. */
+    allowCustomCommands: boolean("allow_custom_commands").notNull().default(false),
     resourceVersion,
     ...timestamps,
   },

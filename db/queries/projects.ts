@@ -62,7 +62,7 @@ export async function listProjects(
 export async function updateProject(
   db: Db,
   id: string,
-  changes: Partial<Pick<ProjectRow, "maxGpus">>,
+  changes: Partial<Pick<ProjectRow, "maxGpus" | "allowCustomCommands">>,
   updatedAt: Date,
 ): Promise<ProjectRow | undefined> {
   const [row] = await db

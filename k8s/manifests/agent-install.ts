@@ -94,6 +94,14 @@ export const AGENT_RULES: readonly AgentRule[] = [
     why: "vLLM EPD's shared encoder-cache claim <deployment>-ec-cache: applied, observed by label (its phase explains Pending pods), deleted with the deployment.",
   },
   {
+    apiGroup: "networking.k8s.io",
+    resources: ["networkpolicies"],
+    verbs: APPLIED,
+    why:
+      "Tenant isolation: every project namespace gets a default-deny and a DNS policy (never deleted), each deployment policies opening only its own paths " +
+      "(deleted with it); an informer watches them so a missing or drifted one is applied again.",
+  },
+  {
     apiGroup: "",
     resources: ["secrets"],
     verbs: ["list", "watch", "create", "delete"],
@@ -215,7 +223,12 @@ export function renderAgentInstall(options: AgentInstallOptions): AgentInstallOb
               name: "agent",
               image,
               command: ["berth", "agent"],
-              env: [fromSecret(SECRET_KEYS.apiUrl), fromSecret(SECRET_KEYS.token)],
+              env: [
+                fromSecret(SECRET_KEYS.apiUrl),
+                fromSecret(SECRET_KEYS.token),
+                // The namespace project NetworkPolicies let reach engines and routers (src/cli/agent.ts).
+                { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+              ],
               resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } },
               securityContext: {
                 readOnlyRootFilesystem: true,

@@ -1,21 +1,22 @@
 // A deployment's whole desired object set at its spec's counts: the project namespace, every
-// instance's pods, role and instance Services, and the router's objects. The agent's planner
+// instance's pods, role and instance Services, the router's objects and the NetworkPolicies. The agent's planner
 // decides what to create or delete from it; to create one instance or one elastic rank it calls
 // renderInstancePods / renderMemberPod instead.
 import { renderClaims } from "./claims.ts";
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
-import { LABELS, MANAGED_BY, namespaceName } from "./names.ts";
+import { LABELS, MANAGED_BY, namespaceName, POD_SECURITY_LABELS } from "./names.ts";
+import { renderDeploymentPolicies, renderNamespacePolicies } from "./network-policies.ts";
 import { renderInstancePods } from "./pods.ts";
 import { renderRouterObjects } from "./router.ts";
 import { renderInstanceService, renderRoleService } from "./services.ts";
 import type { RenderedDeployment, RenderInput } from "./types.ts";
 
-/** The project's namespace (shared by its deployments, so it carries no deployment labels). */
+/** The project's namespace (shared by its deployments, so it carries no deployment labels), with its Pod Security labels. */
 export function renderNamespace(projectName: string): V1Namespace {
   return {
     apiVersion: "v1",
     kind: "Namespace",
-    metadata: { name: namespaceName(projectName), labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.project]: projectName } },
+    metadata: { name: namespaceName(projectName), labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.project]: projectName, ...POD_SECURITY_LABELS } },
   };
 }
 
@@ -31,5 +32,12 @@ export function renderDeployment(input: RenderInput): RenderedDeployment {
       pods.push(...renderInstancePods(input, role.name, replica));
     }
   }
-  return { namespace: renderNamespace(deployment.projectName), pods, services, routerObjects: renderRouterObjects(input), claims: renderClaims(input) };
+  return {
+    namespace: renderNamespace(deployment.projectName),
+    pods,
+    services,
+    routerObjects: renderRouterObjects(input),
+    claims: renderClaims(input),
+    networkPolicies: [...renderNamespacePolicies(deployment.projectName), ...renderDeploymentPolicies(input)],
+  };
 }

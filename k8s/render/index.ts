@@ -9,9 +9,23 @@ export { EXTERNAL_POLICIES, renderRouterObjects, routerConfig } from "./router.t
 export { appendExtraArgs, mergeEnv } from "./args.ts";
 export { drainHook, IN_FLIGHT_GAUGES } from "./drain-hook.ts";
 export { everyMemberServes } from "./engine.ts";
+export {
+  BLOCKED_RANGES,
+  DEFAULT_AGENT_NAMESPACE,
+  DEFAULT_MODEL_EGRESS_CIDR,
+  enginePolicyName,
+  exceptionsWithin,
+  isIpv4Cidr,
+  NAMESPACE_POLICY_NAMES,
+  renderDeploymentPolicies,
+  renderNamespacePolicies,
+  resolveIsolation,
+  routerPolicyName,
+} from "./network-policies.ts";
 export { canonicalJson, fnv1a64, RENDER_VERSION, specHashInputs, specHashOf } from "./spec-hash.ts";
 export {
   ANNOTATIONS,
+  CONTAINER_SECURITY,
   GPU_TYPE_LABEL,
   instanceServiceName,
   isGroup,
@@ -21,6 +35,8 @@ export {
   membersOf,
   namespaceName,
   podName,
+  POD_SECURITY,
+  POD_SECURITY_LABELS,
   PORTS,
   resolveOptions,
   roleServiceName,
@@ -28,4 +44,4 @@ export {
   routerServiceName,
   serviceHost,
 } from "./names.ts";
-export type { DeploymentToRender, RenderedDeployment, RenderInput, RenderOptions, RouterObject, SecretKeyRef } from "./types.ts";
+export type { DeploymentToRender, IsolationOptions, RenderedDeployment, RenderInput, RenderOptions, RouterObject, SecretKeyRef } from "./types.ts";

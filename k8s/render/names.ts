@@ -2,6 +2,7 @@
 // Names are derived, never stored: `<deployment>-<role>-r<replica>-m<member>` for pods,
 // `<deployment>-<role>` for role Services, `<deployment>-<role>-r<replica>` for an
 // instance's headless Service (the pods' DNS subdomain), `<deployment>` for the router Service.
+import type { V1PodSecurityContext, V1SecurityContext } from "@kubernetes/client-node";
 import type { DeploymentSpec, EngineName, Role } from "../../src/domain/deployment-spec.ts";
 import type { RenderOptions, ResolvedOptions } from "./types.ts";
 
@@ -24,6 +25,20 @@ export const LABELS = {
 } as const;
 
 export const MANAGED_BY = "berth-agent";
+
+/**
+ * Pod Security Admission on every project namespace (docs/decisions/0063): `baseline` enforced
+ * (engines run as root, as the vLLM and SGLang images do, so `restricted` would refuse them),
+ * `restricted` warned and audited so the remaining gap stays visible.
+ */
+export const POD_SECURITY_LABELS: Readonly<Record<string, string>> = {
+  "pod-security.kubernetes.io/enforce": "baseline",
+  "pod-security.kubernetes.io/enforce-version": "latest",
+  "pod-security.kubernetes.io/warn": "restricted",
+  "pod-security.kubernetes.io/warn-version": "latest",
+  "pod-security.kubernetes.io/audit": "restricted",
+  "pod-security.kubernetes.io/audit-version": "latest",
+};
 
 /** Node label carrying a node's GPU type id (`nvidia-h100-80gb`, …); the simulated cluster sets it too. */
 export const GPU_TYPE_LABEL = "berth.dev/gpu-type";
@@ -68,6 +83,14 @@ export function resolveOptions(spec: DeploymentSpec, deploymentName: string, opt
     clusterDomain: options.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN,
   };
 }
+
+/**
+ * Every container berth renders (engines, take-over roles, routers): no privilege escalation and no
+ * Linux capability (vLLM, SGLang and the routers bind ports above 1024 and need none); pods add
+ * the runtime's default seccomp profile. Both are what `restricted` asks besides a non-root user.
+ */
+export const CONTAINER_SECURITY: Readonly<V1SecurityContext> = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
+export const POD_SECURITY: Readonly<V1PodSecurityContext> = { seccompProfile: { type: "RuntimeDefault" } };
 
 export const namespaceName = (projectName: string) => `berth-${projectName}`;
 export const podName = (deployment: string, role: string, replica: number, member: number) =>

@@ -13,6 +13,7 @@ import { renderSglang } from "./engine-sglang.ts";
 import { renderVllm } from "./engine-vllm.ts";
 import {
   ANNOTATIONS,
+  CONTAINER_SECURITY,
   GPU_TYPE_LABEL,
   instanceServiceName,
   isGroup,
@@ -22,6 +23,7 @@ import {
   membersOf,
   namespaceName,
   podName,
+  POD_SECURITY,
   resolveOptions,
 } from "./names.ts";
 import { specHashOf } from "./spec-hash.ts";
@@ -177,6 +179,7 @@ export function renderMemberPod(input: RenderInput, roleName: string, replica: n
     resources: { ...(Object.keys(requests).length > 0 && { requests }), ...(Object.keys(limits).length > 0 && { limits }) },
     volumeMounts: mounts,
     ...(managed && plan.serves ? probes(plan, spec.engine.name) : {}),
+    securityContext: structuredClone(CONTAINER_SECURITY),
   };
   const hook = managed && plan.serves ? drainHook(spec.engine.name, options.enginePort, role.terminationGracePeriodSeconds) : undefined;
   if (hook) container.lifecycle = hook;
@@ -205,6 +208,7 @@ export function renderMemberPod(input: RenderInput, roleName: string, replica: n
       // which vLLM reads as its own setting.
       enableServiceLinks: false,
       automountServiceAccountToken: false,
+      securityContext: structuredClone(POD_SECURITY),
       ...(role.resources.gpuType && { nodeSelector: { [GPU_TYPE_LABEL]: role.resources.gpuType } }),
       ...(tolerations.length > 0 && { tolerations }),
       containers: [container],

@@ -8,7 +8,18 @@
 // flipping that label withdraws a pod from them (and from the role Service) without a restart.
 import type { V1ConfigMap, V1Container, V1Deployment, V1Role, V1RoleBinding, V1Service, V1ServiceAccount } from "@kubernetes/client-node";
 import type { DeploymentSpec } from "../../src/domain/deployment-spec.ts";
-import { LABELS, MANAGED_BY, namespaceName, resolveOptions, roleServiceName, routerName, routerServiceName, serviceHost } from "./names.ts";
+import {
+  CONTAINER_SECURITY,
+  LABELS,
+  MANAGED_BY,
+  namespaceName,
+  POD_SECURITY,
+  resolveOptions,
+  roleServiceName,
+  routerName,
+  routerServiceName,
+  serviceHost,
+} from "./names.ts";
 import { canonicalJson, fnv1a64, RENDER_VERSION } from "./spec-hash.ts";
 import type { RenderInput, ResolvedOptions, RouterObject } from "./types.ts";
 
@@ -68,6 +79,7 @@ function routerContainer(input: RenderInput, options: ResolvedOptions, config: R
   const common = {
     ports: [{ name: "http", containerPort: options.routerPort, protocol: "TCP" }],
     resources: { requests: { cpu: "250m", memory: "256Mi" } },
+    securityContext: structuredClone(CONTAINER_SECURITY),
   };
   if (router.kind === "builtin") {
     const secret = options.routerAdminTokenSecret;
@@ -175,6 +187,7 @@ export function renderRouterObjects(input: RenderInput): RouterObject[] {
         spec: {
           ...(external ? { serviceAccountName: name } : { automountServiceAccountToken: false }),
           enableServiceLinks: false,
+          securityContext: structuredClone(POD_SECURITY),
           terminationGracePeriodSeconds: 30,
           containers: [container],
           volumes,

@@ -13,7 +13,7 @@ export type PodShapingOptions = Pick<RenderOptions, "enginePort" | "clusterDomai
  * Bump when the renderer's output for an unchanged spec changes in a way running pods must
  * pick up (new flags, probes, volumes): every pod then shows drift and is replaced in turn.
  */
-export const RENDER_VERSION = 1;
+export const RENDER_VERSION = 2;
 
 /** JSON with object keys sorted and undefined members dropped: equal values, equal text. */
 export function canonicalJson(value: unknown): string {

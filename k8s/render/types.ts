@@ -2,6 +2,7 @@
 // output (typed Kubernetes objects). Types only; the official object types come from
 // @kubernetes/client-node and are erased at run time.
 import type {
+  V1NetworkPolicy,
   V1PersistentVolumeClaim,
   V1ConfigMap,
   V1Deployment,
@@ -49,6 +50,17 @@ export interface RenderOptions {
   clusterDomain?: string;
   /** vLLM EPD's shared encoder-cache claim: storage class (unset: the cluster's default) and size (default 10Gi). */
   ecCache?: { storageClassName?: string; size?: string };
+  /** Who may reach a deployment and where its engines may connect (network-policies.ts). */
+  isolation?: IsolationOptions;
+}
+
+export interface IsolationOptions {
+  /** The namespace allowed to reach the router port (the gateway's); unset: any namespace. */
+  ingressNamespace?: string;
+  /** The agent's namespace: it reaches engines and routers (metrics, admin); default `berth-system`. */
+  agentNamespace?: string;
+  /** IPv4 block engines may download weights from over TCP 443; default 0.0.0.0/0 minus private and link-local ranges. */
+  modelEgressCidr?: string;
 }
 
 export interface RenderInput {
@@ -57,7 +69,7 @@ export interface RenderInput {
 }
 
 /** RenderOptions with every default filled in. */
-export type ResolvedOptions = Required<Omit<RenderOptions, "enginePort" | "ecCache">> & { enginePort: number };
+export type ResolvedOptions = Required<Omit<RenderOptions, "enginePort" | "ecCache" | "isolation">> & { enginePort: number };
 
 export type RouterObject = V1Deployment | V1Service | V1ConfigMap | V1ServiceAccount | V1Role | V1RoleBinding;
 
@@ -71,4 +83,6 @@ export interface RenderedDeployment {
   routerObjects: RouterObject[];
   /** vLLM EPD: the encoder-cache claim encode and prefill pods mount; empty otherwise. */
   claims: V1PersistentVolumeClaim[];
+  /** The namespace's default-deny and DNS policies, then the deployment's own (network-policies.ts). */
+  networkPolicies: V1NetworkPolicy[];
 }

@@ -7,7 +7,7 @@
 // (expectations, bounded). Losing the API only stops news: what the agent last knew keeps being
 // reconciled as is.
 import { sleepUnlessAborted } from "./abortable.ts";
-import type { RenderInput } from "../../k8s/render/index.ts";
+import type { IsolationOptions, RenderInput } from "../../k8s/render/index.ts";
 import { namespaceName, resolveOptions } from "../../k8s/render/index.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { DesiredState } from "../domain/cluster.ts";
@@ -40,6 +40,8 @@ export interface AgentConfig {
   routerImage: string;
   /** vLLM EPD's shared encoder-cache claim: storage class (unset: the cluster's default; it must offer ReadWriteMany) and size. */
   ecCache?: { storageClassName?: string; size?: string };
+  /** NetworkPolicy sources and destinations (docs/design.md §13.5): gateway namespace, agent namespace, model-download block. */
+  isolation?: IsolationOptions;
   heartbeatMs: number;
   resyncMs: number;
   /**
@@ -290,7 +292,7 @@ export function createAgent({
     const scaling = state.scaling;
     const render: RenderInput = {
       deployment: { id: deployment.id, name: deployment.name, projectName, spec: deployment.spec, generation: deployment.generation },
-      options: { routerImage: config.routerImage, ...(config.ecCache && { ecCache: config.ecCache }) },
+      options: { routerImage: config.routerImage, ...(config.ecCache && { ecCache: config.ecCache }), ...(config.isolation && { isolation: config.isolation }) },
     };
     const namespace = namespaceName(projectName);
     const routerKinds = deleting || deployment.spec.router !== undefined;

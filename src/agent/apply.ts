@@ -1,10 +1,10 @@
-// Apply: executes planned actions. Namespaces, Services, claims and router objects by server-side
+// Apply: executes planned actions. Namespaces, NetworkPolicies, Services, claims and router objects by server-side
 // apply (field manager berth-agent); pods and the router's token Secret by create (a pod's spec
 // is immutable; the token is drawn once and a 409 keeps the one already stored); deletes carry
 // the UID the planner observed, so an object recreated meanwhile under the same name is never hit.
 // A 404 on delete or a 409 on create means the cluster is already there: not an error.
 import { randomBytes } from "node:crypto";
-import { PatchStrategy } from "@kubernetes/client-node";
+import { PatchStrategy, type V1NetworkPolicy } from "@kubernetes/client-node";
 import { type Kube, statusCodeOf } from "./kube.ts";
 import type { Action } from "./plan.ts";
 
@@ -13,9 +13,25 @@ export const FIELD_MANAGER = "berth-agent";
 /** 32 random bytes, base64url: 43 characters, well past the router's 16-character minimum. */
 export const newAdminToken = () => randomBytes(32).toString("base64url");
 
+/**
+ * The renderer writes the API's JSON (`ingress[].from`); client-node's serializer sends only the
+ * fields of its model, which names that one `_from`, so a plain `from` would be dropped silently.
+ */
+export function toClientShape(policy: V1NetworkPolicy): V1NetworkPolicy {
+  const ingress = (policy.spec?.ingress ?? []) as Array<{ from?: unknown }>;
+  if (ingress.length === 0) return policy;
+  return {
+    ...policy,
+    spec: { ...policy.spec!, ingress: ingress.map(({ from, ...rest }) => ({ ...rest, ...(from !== undefined && { _from: from }) })) as NonNullable<V1NetworkPolicy["spec"]>["ingress"] },
+  };
+}
+
 export async function applyAction(kube: Kube, action: Action): Promise<void> {
   try {
     switch (action.kind) {
+      case "applyNetworkPolicy":
+        await kube.objects.patch(toClientShape(action.object), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+        return;
       case "applyNamespace":
       case "applyService":
       case "applyClaim":

@@ -8,6 +8,7 @@
 import type {
   KubernetesObject,
   V1ConfigMap,
+  V1NetworkPolicy,
   V1PersistentVolumeClaim,
   V1Deployment,
   V1Pod,
@@ -17,14 +18,14 @@ import type {
   V1Service,
   V1ServiceAccount,
 } from "@kubernetes/client-node";
-import { LABELS } from "../../k8s/render/index.ts";
+import { LABELS, NAMESPACE_POLICY_NAMES } from "../../k8s/render/index.ts";
 import { isRouterObject, type Observed } from "./observe.ts";
 
 /** Every kind the agent observes, as the API's plural resource names. */
-export const CACHED_KINDS = ["namespaces", "pods", "services", "persistentvolumeclaims", "deployments", "configmaps", "secrets", "serviceaccounts", "roles", "rolebindings"] as const;
+export const CACHED_KINDS = ["namespaces", "pods", "services", "persistentvolumeclaims", "networkpolicies", "deployments", "configmaps", "secrets", "serviceaccounts", "roles", "rolebindings"] as const;
 export type CachedKind = (typeof CACHED_KINDS)[number];
 /** What every pass reads. */
-export const CORE_KINDS: readonly CachedKind[] = ["namespaces", "pods", "services", "persistentvolumeclaims"];
+export const CORE_KINDS: readonly CachedKind[] = ["namespaces", "pods", "services", "persistentvolumeclaims", "networkpolicies"];
 /** What only a router brings (or a deletion may have to remove). */
 export const ROUTER_KINDS: readonly CachedKind[] = ["deployments", "configmaps", "secrets", "serviceaccounts", "roles", "rolebindings"];
 
@@ -36,6 +37,7 @@ const KIND_OF_OBJECT: Record<string, CachedKind> = {
   Pod: "pods",
   Service: "services",
   PersistentVolumeClaim: "persistentvolumeclaims",
+  NetworkPolicy: "networkpolicies",
   Deployment: "deployments",
   ConfigMap: "configmaps",
   Secret: "secrets",
@@ -119,8 +121,12 @@ export function observeFromCache(cache: ClusterCache, namespace: string, deploym
       ? []
       : cache.ofDeployment<T>(kind, deploymentId).filter((o) => o.metadata?.namespace === namespace);
   const pods = of<V1Pod>("pods");
+  const namespaceObject = cache.get("namespaces", undefined, namespace);
   return {
-    namespaceExists: cache.get("namespaces", undefined, namespace) !== undefined,
+    namespaceExists: namespaceObject !== undefined,
+    namespaceLabels: namespaceObject?.metadata?.labels ?? {},
+    namespacePolicies: Object.values(NAMESPACE_POLICY_NAMES).filter((name) => cache.get("networkpolicies", namespace, name) !== undefined),
+    networkPolicies: of<V1NetworkPolicy>("networkpolicies"),
     pods: pods.filter((p) => !isRouterObject(p)),
     services: of<V1Service>("services"),
     routerPods: pods.filter(isRouterObject),
@@ -151,5 +157,9 @@ export function affectedKeys(kind: CachedKind, object: KubernetesObject, known: 
     return [...known].filter(([, namespace]) => namespace === name).map(([key]) => key);
   }
   const id = deploymentIdOf(object);
+  // A namespace-wide NetworkPolicy (no deployment label) guards every deployment of its namespace.
+  if (kind === "networkpolicies" && id === undefined) {
+    return [...known].filter(([, namespace]) => namespace === object.metadata?.namespace).map(([key]) => key);
+  }
   return id !== undefined && known.has(id) ? [id] : [];
 }

@@ -42,6 +42,7 @@ export function expectationsOf(action: Action): Expectation[] {
     case "applyNamespace":
     case "applyService":
     case "applyClaim":
+    case "applyNetworkPolicy":
     case "applyRouterObject":
     case "createPod":
       return presence(action.object as KubernetesObject);

@@ -8,7 +8,7 @@
 // dead connection cannot freeze the cache. A kind counts as synced once its first list landed;
 // it stays synced while restarting (the cache keeps what it last saw, as client-go's HasSynced).
 import { sleepUnlessAborted } from "./abortable.ts";
-import { type KubernetesListObject, type KubernetesObject, ListWatch, Watch } from "@kubernetes/client-node";
+import { type KubernetesListObject, type KubernetesObject, ListWatch, NetworkingV1Api, Watch } from "@kubernetes/client-node";
 import { LABELS, MANAGED_BY } from "../../k8s/render/index.ts";
 import { CACHED_KINDS, type CachedKind, ClusterCache } from "./cluster-cache.ts";
 import { type Kube, statusCodeOf } from "./kube.ts";
@@ -78,6 +78,12 @@ const SOURCES: Record<WatchedKind, Source> = {
     list: (k, labelSelector) => k.rbac.listRoleForAllNamespaces({ labelSelector }),
     pathIn: (ns) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`,
     listIn: (k, labelSelector, namespace) => k.rbac.listNamespacedRole({ namespace, labelSelector }),
+  },
+  networkpolicies: {
+    path: "/apis/networking.k8s.io/v1/networkpolicies",
+    list: (k, labelSelector) => k.kc.makeApiClient(NetworkingV1Api).listNetworkPolicyForAllNamespaces({ labelSelector }),
+    pathIn: (ns) => `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`,
+    listIn: (k, labelSelector, namespace) => k.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace, labelSelector }),
   },
   rolebindings: {
     path: "/apis/rbac.authorization.k8s.io/v1/rolebindings",

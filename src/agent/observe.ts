@@ -4,6 +4,7 @@
 // empty), kept as the reference the cache is checked against and as the benchmark's baseline.
 // Router pods (owned by the router Deployment, labelled berth.dev/component=router) are kept
 // apart from engine pods: the planner never creates or deletes them one by one.
+import { NetworkingV1Api, type V1NetworkPolicy } from "@kubernetes/client-node";
 import type {
   V1ConfigMap,
   V1PersistentVolumeClaim,
@@ -20,6 +21,12 @@ import { type Kube, statusCodeOf } from "./kube.ts";
 
 export interface Observed {
   namespaceExists: boolean;
+  /** The namespace's labels (Pod Security among them); empty when it does not exist. */
+  namespaceLabels: Record<string, string>;
+  /** Names of the namespace-wide NetworkPolicies berth applies (no deployment label) that exist. */
+  namespacePolicies: string[];
+  /** The deployment's own NetworkPolicies. */
+  networkPolicies: V1NetworkPolicy[];
   /** Engine pods (every role). */
   pods: V1Pod[];
   services: V1Service[];
@@ -37,6 +44,9 @@ export interface Observed {
 
 export const emptyObserved = (namespaceExists: boolean): Observed => ({
   namespaceExists,
+  namespaceLabels: {},
+  namespacePolicies: [],
+  networkPolicies: [],
   pods: [],
   services: [],
   routerPods: [],
@@ -57,7 +67,7 @@ export const isRouterObject = (object: { metadata?: { labels?: Record<string, st
 /** Every object the deployment owns, for "is anything left?" before deletion is confirmed. */
 export const observedCount = (o: Observed) =>
   o.pods.length + o.services.length + o.routerPods.length + o.deployments.length + o.configMaps.length + o.secrets.length +
-  o.serviceAccounts.length + o.roles.length + o.roleBindings.length + o.claims.length;
+  o.serviceAccounts.length + o.roles.length + o.roleBindings.length + o.claims.length + o.networkPolicies.length;
 
 /**
  * @param routerKinds also list the kinds only a router brings (Deployment, ConfigMap, Secret,
@@ -65,14 +75,16 @@ export const observedCount = (o: Observed) =>
  *   otherwise, so a routerless pass costs three lists (pods, Services, claims), not nine.
  */
 export async function observeDeployment(kube: Kube, namespace: string, deploymentId: string, routerKinds = true): Promise<Observed> {
+  let namespaceLabels: Record<string, string>;
   try {
-    await kube.core.readNamespace({ name: namespace });
+    namespaceLabels = (await kube.core.readNamespace({ name: namespace })).metadata?.labels ?? {};
   } catch (error) {
     if (statusCodeOf(error) === 404) return emptyObserved(false);
     throw error;
   }
   const q = { namespace, labelSelector: selectorOf(deploymentId) };
   const none = Promise.resolve({ items: [] });
+  const policies = await kube.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace, labelSelector: `${LABELS.managedBy}=${MANAGED_BY}` });
   const [pods, services, claims, deployments, configMaps, secrets, serviceAccounts, roles, roleBindings] = await Promise.all([
     kube.core.listNamespacedPod(q),
     kube.core.listNamespacedService(q),
@@ -86,6 +98,9 @@ export async function observeDeployment(kube: Kube, namespace: string, deploymen
   ]);
   return {
     namespaceExists: true,
+    namespaceLabels,
+    namespacePolicies: policies.items.filter((p) => p.metadata?.labels?.[LABELS.deploymentId] === undefined).map((p) => p.metadata!.name!),
+    networkPolicies: policies.items.filter((p) => p.metadata?.labels?.[LABELS.deploymentId] === deploymentId),
     pods: pods.items.filter((p) => !isRouterObject(p)),
     services: services.items,
     routerPods: pods.items.filter(isRouterObject),

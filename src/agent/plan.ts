@@ -6,7 +6,7 @@
 // the UID it observed. Router objects are applied when missing or when the router's spec hash
 // (or replica count) moved, never on every pass; the builtin router's admin-token Secret is
 // created once, never rewritten.
-import type { V1Deployment, V1Namespace, V1PersistentVolumeClaim, V1Pod, V1Service } from "@kubernetes/client-node";
+import type { V1Deployment, V1Namespace, V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   LABELS,
   MANAGED_BY,
@@ -14,13 +14,16 @@ import {
   renderInstanceService,
   renderMemberPod,
   renderClaims,
+  renderDeploymentPolicies,
   renderNamespace,
+  renderNamespacePolicies,
   renderRoleService,
   renderRouterObjects,
   type RenderInput,
   resolveOptions,
   type RouterObject,
   specHashOf,
+  POD_SECURITY_LABELS,
 } from "../../k8s/render/index.ts";
 import type { Inventory } from "../domain/cluster.ts";
 import { memberOf, recordedWidth } from "./elastic.ts";
@@ -41,6 +44,7 @@ export type Action =
   | { kind: "applyNamespace"; object: V1Namespace }
   | { kind: "applyService"; object: V1Service }
   | { kind: "applyClaim"; object: V1PersistentVolumeClaim }
+  | { kind: "applyNetworkPolicy"; object: V1NetworkPolicy }
   | { kind: "applyRouterObject"; object: RouterObject }
   /** The token is drawn when the action runs (the plan stays pure); a 409 keeps the existing one. */
   | { kind: "createTokenSecret"; namespace: string; name: string; key: string; labels: Record<string, string> }
@@ -82,7 +86,9 @@ export function planDeployment({ render, deleting, observed, inventory, inventor
   const actions: Action[] = [];
   const namespace = renderNamespace(deployment.projectName);
   const ns = namespace.metadata!.name!;
-  if (!observed.namespaceExists) actions.push({ kind: "applyNamespace", object: namespace });
+  if (!observed.namespaceExists || missingPodSecurityLabel(observed)) actions.push({ kind: "applyNamespace", object: namespace });
+  // Isolation before any pod exists: a pod never runs in the namespace without its policies.
+  actions.push(...planNetworkPolicies(render, observed));
   // EPD's shared volume before the pods that mount it (they stay Pending until it is Bound).
   for (const claim of renderClaims(render)) {
     if (!observed.claims.some((c) => c.metadata?.name === claim.metadata!.name)) actions.push({ kind: "applyClaim", object: claim });
@@ -197,6 +203,27 @@ export function retirementCandidates(render: RenderInput, observed: Observed, in
   return candidates;
 }
 
+/**
+ * A Pod Security label the namespace lacks. Only an absent label brings the namespace back: a value
+ * an installation admin changed on purpose (`privileged` for RDMA, docs/decisions/0063) stays.
+ */
+const missingPodSecurityLabel = (observed: Observed) => Object.keys(POD_SECURITY_LABELS).some((key) => !(key in observed.namespaceLabels));
+
+/** The namespace's policies when absent; the deployment's when absent or when their spec hash moved. */
+function planNetworkPolicies(render: RenderInput, observed: Observed): Action[] {
+  const actions: Action[] = [];
+  for (const policy of renderNamespacePolicies(render.deployment.projectName)) {
+    if (!observed.namespacePolicies.includes(policy.metadata!.name!)) actions.push({ kind: "applyNetworkPolicy", object: policy });
+  }
+  for (const policy of renderDeploymentPolicies(render)) {
+    const running = observed.networkPolicies.find((p) => p.metadata?.name === policy.metadata!.name);
+    if (running?.metadata?.labels?.[LABELS.specHash] !== policy.metadata!.labels![LABELS.specHash]) {
+      actions.push({ kind: "applyNetworkPolicy", object: policy });
+    }
+  }
+  return actions;
+}
+
 /** Apply order: what the router pods mount or run as comes before the Deployment that starts them. */
 const ROUTER_APPLY_ORDER = ["ConfigMap", "ServiceAccount", "Role", "RoleBinding", "Service", "Deployment"];
 
@@ -286,6 +313,8 @@ function planDeletion(observed: Observed): Action[] {
   for (const r of observed.roles) actions.push(refOf("rbac.authorization.k8s.io/v1", "Role", r));
   for (const b of observed.roleBindings) actions.push(refOf("rbac.authorization.k8s.io/v1", "RoleBinding", b));
   for (const c of observed.claims) if (c.metadata?.deletionTimestamp == null) actions.push(refOf("v1", "PersistentVolumeClaim", c));
+  // The namespace's own policies stay: other deployments of the project still live behind them.
+  for (const p of observed.networkPolicies) actions.push(refOf("networking.k8s.io/v1", "NetworkPolicy", p));
   // Router pods go with their Deployment (garbage collection); one left behind once the
   // Deployment is gone would be an orphan, so it is deleted here.
   if (observed.deployments.length === 0) {

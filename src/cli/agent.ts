@@ -10,17 +10,19 @@ import { DEFAULT_ELECTION_TIMINGS, type ElectionTimings, parseDuration, timingPr
 import { startLeaderElection } from "../agent/leader-election-runner.ts";
 import { parseAgentMode } from "../agent/namespace-scope.ts";
 import { systemClock } from "../domain/clock.ts";
-import { DEFAULT_EC_CACHE_SIZE } from "../../k8s/render/index.ts";
+import { DEFAULT_EC_CACHE_SIZE, isIpv4Cidr } from "../../k8s/render/index.ts";
+import { DEFAULT_NAMESPACE } from "../../k8s/manifests/agent-install.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 
 const LEASE_NAME = "berth-agent";
-const DEFAULT_LEASE_NAMESPACE = "berth-system";
+const DEFAULT_LEASE_NAMESPACE = DEFAULT_NAMESPACE;
 
 const USAGE = `usage: berth agent --api URL --token ba_… [--kubeconfig FILE] [--router-image IMAGE]
                    [--ec-cache-storage-class NAME] [--ec-cache-size QUANTITY]
                    [--namespaces berth-a,berth-b]
                    [--leader-elect [--leader-elect-namespace NS] [--leader-elect-lease-duration 15s]
                     [--leader-elect-renew-deadline 10s] [--leader-elect-retry-period 2s]]
+                   [--ingress-namespace NAME] [--model-egress-cidr CIDR]
        berth agent install --print --api URL [--token ba_…]   (berth agent install --help)
 
 Runs the cluster agent: it long-polls the API for its cluster's deployments and reconciles
@@ -29,12 +31,20 @@ the cluster from --kubeconfig, else KUBECONFIG or ~/.kube/config, else in-cluste
 vLLM EPD deployments share encoder outputs through a ReadWriteMany claim <deployment>-ec-cache:
 --ec-cache-storage-class picks its class (default: the cluster's default class), --ec-cache-size
 its size (default ${DEFAULT_EC_CACHE_SIZE}).
+Every project namespace denies traffic but DNS and each deployment's own paths (NetworkPolicies):
+--ingress-namespace names the namespace allowed to reach routers (the gateway's; default: any),
+--model-egress-cidr the IPv4 block engines download weights from over TCP 443 (default 0.0.0.0/0,
+minus link-local, RFC 1918 and 100.64.0.0/10 ranges unless the block itself lies inside one).
+The agent's own namespace (POD_NAMESPACE, else ${DEFAULT_NAMESPACE}) reaches engines and routers.
 --namespaces (or BERTH_AGENT_NAMESPACES) runs it in namespaced mode: it watches and writes only in
 those existing namespaces, never creates one, and counts free GPUs from the pods it sees there;
 without it, cluster mode (docs/install.md).
 --leader-elect runs the loops only while this process holds the Lease ${LEASE_NAME} in
 --leader-elect-namespace (default: POD_NAMESPACE, else ${DEFAULT_LEASE_NAMESPACE}), as identity POD_NAME (else
 hostname_pid); a standby touches nothing but the Lease. Durations as Go writes them (15s, 500ms).`;
+
+/** A namespace name (DNS-1123 label). */
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** A Kubernetes quantity as a claim's storage request takes it (10Gi, 500M, 1.5T). */
 const QUANTITY = /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
@@ -61,9 +71,20 @@ export async function run(args: string[]): Promise<number> {
       "leader-elect-renew-deadline": { type: "string" },
       "leader-elect-retry-period": { type: "string" },
       namespaces: { type: "string" },
+      "ingress-namespace": { type: "string" },
+      "model-egress-cidr": { type: "string" },
     },
   });
   const timings = electionTimings(values);
+  const ingressNamespace = values["ingress-namespace"];
+  if (ingressNamespace !== undefined && !NAMESPACE.test(ingressNamespace)) {
+    throw new UsageError(`--ingress-namespace must be a namespace name (a DNS-1123 label such as ingress-nginx), got "${ingressNamespace}"`, USAGE);
+  }
+  const modelEgressCidr = values["model-egress-cidr"];
+  if (modelEgressCidr !== undefined && !isIpv4Cidr(modelEgressCidr)) {
+    throw new UsageError(`--model-egress-cidr must be an IPv4 CIDR such as 0.0.0.0/0 or 10.20.0.0/16 (got "${modelEgressCidr}")`, USAGE);
+  }
+  const agentNamespace = process.env.POD_NAMESPACE || DEFAULT_NAMESPACE;
   const size = values["ec-cache-size"];
   if (size !== undefined && !QUANTITY.test(size)) {
     throw new UsageError(`--ec-cache-size must be a Kubernetes quantity such as 10Gi or 500Mi (got "${size}")`, USAGE);
@@ -95,6 +116,7 @@ export async function run(args: string[]): Promise<number> {
         ...((storageClassName !== undefined || size !== undefined) && {
           ecCache: { ...(storageClassName !== undefined && { storageClassName }), ...(size !== undefined && { size }) },
         }),
+        isolation: { agentNamespace, ...(ingressNamespace && { ingressNamespace }), ...(modelEgressCidr && { modelEgressCidr }) },
       },
     });
   const server = kc.getCurrentCluster()?.server;

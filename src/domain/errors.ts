@@ -62,6 +62,13 @@ export class Forbidden extends DomainError {
   readonly kind = "forbidden";
 }
 
+/** A 403 caused by particular fields of the request: `errors[]` points at each. */
+export class ForbiddenFields extends Forbidden {
+  constructor(message: string, readonly errors: FieldError[]) {
+    super(message);
+  }
+}
+
 export class QuotaExceeded extends DomainError {
   readonly kind = "quota-exceeded";
   constructor(message: string, readonly needed: number, readonly available: number, readonly limit: number) {

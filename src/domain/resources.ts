@@ -18,10 +18,19 @@ const MaxGpus = z
   .max(1_000_000)
   .describe("GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota.");
 
-export const ProjectCreate = strictObject({ name: ProjectName, maxGpus: MaxGpus.optional() })
+const AllowCustomCommands = z
+  .boolean()
+  .describe(
+    "Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it.",
+  );
+
+export const ProjectCreate = strictObject({ name: ProjectName, maxGpus: MaxGpus.optional(), allowCustomCommands: AllowCustomCommands.optional() })
   .meta({ id: "ProjectCreate" });
 
-export const ProjectPatch = strictObject({ maxGpus: MaxGpus.nullable().optional().describe("A number sets the quota; null removes it.") })
+export const ProjectPatch = strictObject({
+  maxGpus: MaxGpus.nullable().optional().describe("A number sets the quota; null removes it."),
+  allowCustomCommands: AllowCustomCommands.optional(),
+})
   .meta({ id: "ProjectPatch" });
 
 export const Project = z
@@ -29,6 +38,7 @@ export const Project = z
     id: z.string().describe("prj_…"),
     name: z.string(),
     maxGpus: z.number().int().optional(),
+    allowCustomCommands: AllowCustomCommands,
     namespace: z.string().describe("The Kubernetes namespace of this project in every cluster."),
     resourceVersion: z.number().int(),
     createdAt: z.string().datetime(),

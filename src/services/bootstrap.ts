@@ -16,7 +16,7 @@ export async function bootstrapInstallation({ ctx }: { ctx: SystemContext }): Pr
     const now = ctx.clock.now();
     const empty = (await countApiKeys(tx)) === 0 && !(await findProjectByName(tx, DEFAULT_PROJECT));
     if (!empty) return {};
-    await insertProject(tx, { id: newId("project"), name: DEFAULT_PROJECT, maxGpus: null, createdAt: now, updatedAt: now });
+    await insertProject(tx, { id: newId("project"), name: DEFAULT_PROJECT, maxGpus: null, allowCustomCommands: false, createdAt: now, updatedAt: now });
     if (ctx.config.adminToken) return {};
     const key = await issueApiKey(tx, now, { name: "bootstrap admin", role: "admin", projectId: null });
     return { adminToken: key.token };

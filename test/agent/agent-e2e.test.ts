@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NetworkingV1Api } from "@kubernetes/client-node";
 import { type SimCluster, writeKubeconfig } from "../../k8s/sim/index.ts";
 import type { Agent } from "../../src/agent/agent.ts";
 import { type AgentApi, registerAgent } from "../../src/agent/api-client.ts";
@@ -88,7 +89,24 @@ describe("berth agent against the simulated cluster", () => {
     const pods = await kube.core.listNamespacedPod({ namespace: NS, labelSelector: `berth.dev/deployment-id=${id}` });
     expect(pods.items.map((p) => p.metadata!.name).sort()).toEqual(["chat-main-r0-m0", "chat-main-r1-m0"]);
     firstUids = pods.items.map((p) => p.metadata!.uid!).sort();
+    for (const pod of pods.items) expect(pod.spec!.containers[0]!.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
   }, 40_000);
+
+  it("isolates the project namespace: Pod Security labels and NetworkPolicies, read back through the API", async () => {
+    const namespace = await kube.core.readNamespace({ name: NS });
+    expect(namespace.metadata!.labels).toMatchObject({
+      "pod-security.kubernetes.io/enforce": "baseline",
+      "pod-security.kubernetes.io/warn": "restricted",
+      "pod-security.kubernetes.io/audit": "restricted",
+    });
+    const policies = await kube.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace: NS });
+    expect(policies.items.map((p) => p.metadata!.name).sort()).toEqual(["berth-allow-dns", "berth-default-deny", "chat-engines"]);
+    const engines = policies.items.find((p) => p.metadata!.name === "chat-engines")!;
+    expect(engines.spec!.podSelector!.matchLabels).toEqual({ "berth.dev/deployment-id": id });
+    // The ingress peers arrived under `from` (client-node reads them back as `_from`): the first rule admits the deployment's own pods.
+    expect(engines.spec!.ingress![0]!._from).toEqual([{ podSelector: { matchLabels: { "berth.dev/deployment-id": id } } }]);
+    expect(engines.spec!.egress!.some((rule) => rule.to?.some((peer) => peer.ipBlock?.except?.includes("169.254.0.0/16")))).toBe(true);
+  }, 20_000);
 
   it("scales to 3 replicas and keeps the first two pods", async () => {
     const current = await call("GET", `/v1/deployments/${id}`);
@@ -203,6 +221,9 @@ describe("berth agent against the simulated cluster", () => {
     const selector = `berth.dev/deployment-id=${id}`;
     expect((await kube.core.listNamespacedPod({ namespace: NS, labelSelector: selector })).items).toEqual([]);
     expect((await kube.core.listNamespacedService({ namespace: NS, labelSelector: selector })).items).toEqual([]);
+    // The deployment's policy goes with it; the namespace's own stay for the project's next deployment.
+    const policies = await kube.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace: NS });
+    expect(policies.items.map((p) => p.metadata!.name).sort()).toEqual(["berth-allow-dns", "berth-default-deny"]);
   }, 40_000);
 
   it("runs as `berth agent` in its own process and stops on SIGTERM", async () => {

@@ -92,7 +92,8 @@ describe("ClusterCache", () => {
 /** Loads an observation into a cache, as the informers would, with the namespace object. */
 function cacheOf(o: Observed, namespace: string): ClusterCache {
   const cache = new ClusterCache();
-  if (o.namespaceExists) cache.upsert("namespaces", { metadata: { name: namespace } });
+  if (o.namespaceExists) cache.upsert("namespaces", { metadata: { name: namespace, labels: o.namespaceLabels } });
+  for (const name of o.namespacePolicies) cache.upsert("networkpolicies", { kind: "NetworkPolicy", metadata: { name, namespace } });
   const kinds: Array<[CachedKind, KubernetesObject[]]> = [
     ["pods", [...o.pods, ...o.routerPods]],
     ["services", o.services],
@@ -102,6 +103,7 @@ function cacheOf(o: Observed, namespace: string): ClusterCache {
     ["serviceaccounts", o.serviceAccounts],
     ["roles", o.roles],
     ["rolebindings", o.roleBindings],
+    ["networkpolicies", o.networkPolicies],
   ];
   for (const [kind, objects] of kinds) for (const obj of objects) cache.upsert(kind, obj);
   return cache;
@@ -109,7 +111,7 @@ function cacheOf(o: Observed, namespace: string): ClusterCache {
 
 const byName = (o: Observed) =>
   Object.fromEntries(
-    Object.entries(o).map(([k, v]) => [k, Array.isArray(v) ? v.map((x: KubernetesObject) => x.metadata!.name).sort() : v]),
+    Object.entries(o).map(([k, v]) => [k, Array.isArray(v) ? v.map((x: KubernetesObject | string) => (typeof x === "string" ? x : x.metadata!.name)).sort() : v]),
   );
 
 describe("observeFromCache", () => {
@@ -153,6 +155,8 @@ describe("affectedKeys", () => {
   it.each<[string, CachedKind, KubernetesObject, string[]]>([
     ["a pod names its deployment", "pods", object("berth-team", "p", "d1"), ["d1"]],
     ["a router Secret names its deployment", "secrets", object("berth-other", "s", "d3"), ["d3"]],
+    ["a deployment's NetworkPolicy names its deployment", "networkpolicies", object("berth-team", "x-engines", "d2"), ["d2"]],
+    ["a namespace-wide NetworkPolicy concerns every deployment of its namespace", "networkpolicies", object("berth-team", "berth-default-deny"), ["d1", "d2"]],
     ["an object of a deployment the agent does not know", "pods", object("berth-team", "p", "dX"), []],
     ["an object without the label", "services", object("berth-team", "s"), []],
     ["a namespace concerns every deployment in it", "namespaces", object(undefined, "berth-team"), ["d1", "d2"]],
@@ -172,8 +176,8 @@ describe("kinds", () => {
     expect(cachedKindOf(kind)).toBe(cached);
   });
 
-  it("a routerless pass needs four kinds (claims too: EPD needs no router kind to own one), a routed or deleting one all ten", () => {
-    expect(kindsFor(false)).toEqual(["namespaces", "pods", "services", "persistentvolumeclaims"]);
-    expect(kindsFor(true)).toHaveLength(10);
+  it("a routerless pass needs five kinds (claims too: EPD needs no router kind to own one; NetworkPolicies guard every pod), a routed or deleting one all eleven", () => {
+    expect(kindsFor(false)).toEqual(["namespaces", "pods", "services", "persistentvolumeclaims", "networkpolicies"]);
+    expect(kindsFor(true)).toHaveLength(11);
   });
 });

@@ -51,14 +51,17 @@ describe("expectationsOf", () => {
     expect(expectationsOf(action)).toEqual(expected);
   });
 
-  it("covers every action a first pass plans (namespace, Service, pod)", () => {
+  it("covers every action a first pass plans (namespace, its policies and the deployment's, Service, pod)", () => {
     const actions = planDeployment({ render: input, deleting: false, observed: { ...emptyish } });
-    expect(actions.flatMap(expectationsOf).map((e) => e.kind)).toEqual(["namespaces", "services", "pods"]);
+    expect(actions.flatMap(expectationsOf).map((e) => e.kind)).toEqual(["namespaces", "networkpolicies", "networkpolicies", "networkpolicies", "services", "pods"]);
   });
 });
 
 const emptyish = {
   namespaceExists: false,
+  namespaceLabels: {},
+  namespacePolicies: [],
+  networkPolicies: [],
   pods: [],
   services: [],
   routerPods: [],

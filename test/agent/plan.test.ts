@@ -28,6 +28,8 @@ function summary(actions: Action[]): string[] {
         return `service ${action.object.metadata!.name}`;
       case "applyClaim":
         return `claim ${action.object.metadata!.name}`;
+      case "applyNetworkPolicy":
+        return `netpol ${action.object.metadata!.name}`;
       case "createPod":
         return `create ${action.object.metadata!.name}`;
       case "deletePod":
@@ -45,10 +47,13 @@ function summary(actions: Action[]): string[] {
 }
 
 describe("planDeployment", () => {
-  it("creates the namespace, role Service and every instance on an empty cluster", () => {
+  it("creates the namespace, its policies and the deployment's (before any pod), role Service and every instance on an empty cluster", () => {
     const input = aggregated(2);
     expect(summary(planDeployment({ render: input, deleting: false, observed: observed(input, [], { namespace: false }) }))).toEqual([
       "namespace berth-team",
+      "netpol berth-default-deny",
+      "netpol berth-allow-dns",
+      "netpol chat-engines",
       "service chat-main",
       "create chat-main-r0-m0",
       "create chat-main-r1-m0",
@@ -79,12 +84,28 @@ describe("planDeployment", () => {
     expect(summary(planDeployment({ render: input, deleting: false, observed: observed(input, states) }))).toEqual(expected);
   });
 
-  it("deleting removes every pod (highest index first) and Service, by UID", () => {
+  it("re-applies a namespace that lacks a Pod Security label, not one whose value an admin changed; a missing or drifted policy is applied again", () => {
+    const input = aggregated(1);
+    const steady = observed(input, ["ready"]);
+    expect(summary(planDeployment({ render: input, deleting: false, observed: steady }))).toEqual([]);
+    const { ["pod-security.kubernetes.io/enforce"]: _dropped, ...unlabelled } = steady.namespaceLabels;
+    expect(summary(planDeployment({ render: input, deleting: false, observed: { ...steady, namespaceLabels: unlabelled } }))).toEqual(["namespace berth-team"]);
+    const privileged = { ...steady.namespaceLabels, "pod-security.kubernetes.io/enforce": "privileged" };
+    expect(summary(planDeployment({ render: input, deleting: false, observed: { ...steady, namespaceLabels: privileged } }))).toEqual([]);
+    const drifted = steady.networkPolicies.map((p) => ({ ...p, metadata: { ...p.metadata!, labels: { ...p.metadata!.labels!, "berth.dev/spec-hash": "0000000000000000" } } }));
+    expect(summary(planDeployment({ render: input, deleting: false, observed: { ...steady, networkPolicies: drifted, namespacePolicies: ["berth-allow-dns"] } }))).toEqual([
+      "netpol berth-default-deny",
+      "netpol chat-engines",
+    ]);
+  });
+
+  it("deleting removes every pod (highest index first), Service and the deployment's policy, by UID; the namespace's policies stay", () => {
     const input = aggregated(2);
     expect(summary(planDeployment({ render: input, deleting: true, observed: observed(input, ["ready", "terminating", "ready"]) }))).toEqual([
       "delete chat-main-r2-m0 uid-2 (deleting)",
       "delete chat-main-r0-m0 uid-0 (deleting)",
       "delete service chat-main",
+      "delete NetworkPolicy chat-engines uid-netpol-chat-engines",
     ]);
   });
 
@@ -221,6 +242,8 @@ describe("planDeployment with a router", () => {
       "delete Deployment chat-router uid-deployment",
       "delete ConfigMap chat-router uid-configmap",
       "delete Secret chat-router-admin uid-secret",
+      "delete NetworkPolicy chat-engines uid-netpol-chat-engines",
+      "delete NetworkPolicy chat-router uid-netpol-chat-router",
     ]);
   });
 

@@ -1,7 +1,17 @@
 // Builders for the agent's pure tests: a render input and observed pods in given states, and
 // the router's objects as the cluster would hold them.
 import type { V1ConfigMap, V1Deployment, V1Pod, V1Role, V1RoleBinding, V1Secret, V1Service, V1ServiceAccount } from "@kubernetes/client-node";
-import { renderInstancePods, renderMemberPod, renderRoleService, renderRouterObjects, type RenderInput, type RouterObject } from "../../k8s/render/index.ts";
+import {
+  renderDeploymentPolicies,
+  renderInstancePods,
+  renderMemberPod,
+  renderNamespace,
+  renderNamespacePolicies,
+  renderRoleService,
+  renderRouterObjects,
+  type RenderInput,
+  type RouterObject,
+} from "../../k8s/render/index.ts";
 import { applySpecDefaults, type DeploymentSpecInput } from "../../src/domain/deployment-spec.ts";
 import { emptyObserved, type Observed } from "../../src/agent/observe.ts";
 
@@ -89,8 +99,15 @@ export function observed(
   const service: V1Service = structuredClone(renderRoleService(input, role));
   service.metadata!.uid = `uid-svc-${role}`;
   service.spec!.clusterIP = options.clusterIP ?? "127.0.200.7";
+  const exists = options.namespace ?? true;
   return {
-    ...emptyObserved(options.namespace ?? true),
+    ...emptyObserved(exists),
+    // An existing namespace is converged on isolation: its Pod Security labels and every policy present.
+    ...(exists && {
+      namespaceLabels: { ...renderNamespace(input.deployment.projectName).metadata!.labels! },
+      namespacePolicies: renderNamespacePolicies(input.deployment.projectName).map((p) => p.metadata!.name!),
+      networkPolicies: renderDeploymentPolicies(input).map((p) => ({ ...p, metadata: { ...p.metadata!, uid: `uid-netpol-${p.metadata!.name}` } })),
+    }),
     pods: states.flatMap((state, replica) => (state ? [observedPod(input, replica, state, role)] : [])),
     services: options.namespace === false ? [] : [service],
   };
@@ -100,6 +117,10 @@ export function observed(
 export function merged(a: Observed, b: Observed): Observed {
   return {
     namespaceExists: a.namespaceExists && b.namespaceExists,
+    namespaceLabels: { ...a.namespaceLabels, ...b.namespaceLabels },
+    namespacePolicies: [...new Set([...a.namespacePolicies, ...b.namespacePolicies])],
+    // Both observations are of one deployment: its policies once.
+    networkPolicies: [...a.networkPolicies, ...b.networkPolicies.filter((p) => !a.networkPolicies.some((q) => q.metadata?.name === p.metadata?.name))],
     pods: [...a.pods, ...b.pods],
     services: [...a.services, ...b.services],
     routerPods: [...a.routerPods, ...b.routerPods],

@@ -144,6 +144,8 @@ describe("mistakes on the command line", () => {
     [["up", "--port", "99999"], 'berth up: --port must be a port number from 0 to 65535 (got "99999")'],
     [["agent", "--bogus"], "berth agent: unknown option --bogus"],
     [["agent", "--api", "http://127.0.0.1:9", "--token", "ba_x", "--ec-cache-size", "lots"], 'berth agent: --ec-cache-size must be a Kubernetes quantity such as 10Gi or 500Mi (got "lots")'],
+    [["agent", "--api", "http://127.0.0.1:9", "--token", "ba_x", "--model-egress-cidr", "10.0.0.0"], 'berth agent: --model-egress-cidr must be an IPv4 CIDR such as 0.0.0.0/0 or 10.20.0.0/16 (got "10.0.0.0")'],
+    [["agent", "--api", "http://127.0.0.1:9", "--token", "ba_x", "--ingress-namespace", "Ingress_NS"], 'berth agent: --ingress-namespace must be a namespace name (a DNS-1123 label such as ingress-nginx), got "Ingress_NS"'],
     [["agent", "install", "--bogus"], "berth agent install: unknown option --bogus"],
     [["get", "chat", "--bogus"], "berth get: unknown option --bogus"],
     [["keys", "create", "--bogus"], "berth keys: unknown option --bogus"],

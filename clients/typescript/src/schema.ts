@@ -1540,6 +1540,8 @@ export interface components {
             id: string;
             name: string;
             maxGpus?: number;
+            /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
+            allowCustomCommands: boolean;
             /** @description The Kubernetes namespace of this project in every cluster. */
             namespace: string;
             resourceVersion: number;
@@ -1575,6 +1577,8 @@ export interface components {
             name: string;
             /** @description GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota. */
             maxGpus?: number;
+            /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
+            allowCustomCommands?: boolean;
         };
         ProjectList: {
             items: components["schemas"]["Project"][];
@@ -1584,6 +1588,8 @@ export interface components {
         ProjectPatch: {
             /** @description A number sets the quota; null removes it. */
             maxGpus?: number | null;
+            /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
+            allowCustomCommands?: boolean;
         };
         ApiKeyCreated: {
             /** @description key_… */

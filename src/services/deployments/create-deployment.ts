@@ -10,6 +10,7 @@ import { resolveTargetProject } from "../projects/resolve-target-project.ts";
 import type { ServiceContext } from "../context.ts";
 import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
 import { admitSpec, checkQuota } from "./admit-spec.ts";
+import { checkCustomCommands } from "./check-custom-commands.ts";
 import { toDeployment, type WrittenDeployment } from "./deployment-view.ts";
 import { recordRevision } from "./record-revision.ts";
 
@@ -19,6 +20,7 @@ export async function createDeployment({ ctx, input }: { ctx: ServiceContext; in
   const { spec, clusterId, warnings } = await admitSpec(ctx.db, { name: input.name, parsed: input.spec });
   const now = ctx.clock.now();
   const row = await ctx.db.transaction(async (tx) => {
+    await checkCustomCommands(tx, ctx.principal, projectId, spec);
     await checkQuota(tx, projectId, spec);
     const created = await insertDeployment(tx, {
       id: newId("deployment"),

@@ -9,6 +9,7 @@ import { jsonEqual } from "../../domain/merge-patch.ts";
 import { requireUser } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
 import { admitSpec, checkQuota } from "./admit-spec.ts";
+import { checkCustomCommands } from "./check-custom-commands.ts";
 import { toDeployment, type WrittenDeployment } from "./deployment-view.ts";
 import { checkIfMatch, findVisibleDeployment, type DeploymentAddress } from "./find-deployment.ts";
 import { countGpus } from "../../domain/admission.ts";
@@ -54,6 +55,7 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
     const specChanged = !jsonEqual(spec, previous);
     const labelsChanged = !jsonEqual(labels.data, current.labels);
     if (!specChanged && !labelsChanged) return current;
+    if (specChanged) await checkCustomCommands(tx, ctx.principal, current.projectId, spec, previous);
     if (specChanged && countGpus(spec) > countGpus(previous)) {
       await checkQuota(tx, current.projectId, spec, current.id);
     }

@@ -14,6 +14,7 @@ export async function createProject({ ctx, input }: { ctx: ServiceContext; input
     id: newId("project"),
     name: input.name,
     maxGpus: input.maxGpus ?? null,
+    allowCustomCommands: input.allowCustomCommands ?? false,
     createdAt: now,
     updatedAt: now,
   });

@@ -11,6 +11,7 @@ export function toProject(row: ProjectRow): Project {
     id: row.id,
     name: row.name,
     ...(row.maxGpus === null ? {} : { maxGpus: row.maxGpus }),
+    allowCustomCommands: row.allowCustomCommands,
     namespace: namespaceOf(row.name),
     resourceVersion: row.resourceVersion,
     createdAt: row.createdAt.toISOString(),

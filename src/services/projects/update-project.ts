@@ -6,7 +6,7 @@ import type { ServiceContext } from "../context.ts";
 import { findVisibleProject } from "./find-visible-project.ts";
 import { toProject } from "./project-view.ts";
 
-/** Only the quota changes after creation; the name is the namespace and stays. */
+/** Only the quota and allowCustomCommands change after creation; the name is the namespace and stays. */
 export async function updateProject({
   ctx,
   input,
@@ -16,7 +16,9 @@ export async function updateProject({
 }): Promise<Project> {
   requireInstallationAdmin(ctx.principal);
   const current = await findVisibleProject(ctx, input.id);
-  if (input.patch.maxGpus === undefined) return toProject(current);
-  const row = await writeProject(ctx.db, input.id, { maxGpus: input.patch.maxGpus }, ctx.clock.now());
+  const { maxGpus, allowCustomCommands } = input.patch;
+  if (maxGpus === undefined && allowCustomCommands === undefined) return toProject(current);
+  const changes = { ...(maxGpus !== undefined && { maxGpus }), ...(allowCustomCommands !== undefined && { allowCustomCommands }) };
+  const row = await writeProject(ctx.db, input.id, changes, ctx.clock.now());
   return toProject(row ?? current);
 }

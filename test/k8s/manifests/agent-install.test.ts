@@ -107,9 +107,11 @@ describe("agent install objects", () => {
     expect(container.image).toBe(DEFAULT_IMAGE);
     expect(container.command).toEqual(["berth", "agent"]);
     expect(container.args).toBeUndefined();
-    expect(container.env).toEqual(
-      ["BERTH_API_URL", "BERTH_AGENT_TOKEN"].map((name) => ({ name, valueFrom: { secretKeyRef: { name: AGENT_NAME, key: name } } })),
-    );
+    expect(container.env).toEqual([
+      ...["BERTH_API_URL", "BERTH_AGENT_TOKEN"].map((name) => ({ name, valueFrom: { secretKeyRef: { name: AGENT_NAME, key: name } } })),
+      // Project NetworkPolicies admit the agent's own namespace (src/cli/agent.ts reads it).
+      { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+    ]);
     expect(container.resources.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
     // The selector must match the template, or the API server refuses the Deployment.
     for (const [key, value] of Object.entries(deployment.spec.selector.matchLabels)) expect(deployment.spec.template.metadata.labels[key]).toBe(value);

@@ -5,7 +5,7 @@
 // RBAC accept that Role and its binding without `escalate` or `bind`.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1ClusterRole, type V1PolicyRule, type V1Role } from "@kubernetes/client-node";
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, NetworkingV1Api, RbacAuthorizationV1Api, type V1ClusterRole, type V1PolicyRule, type V1Role } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { AGENT_RULES, renderAgentInstall } from "../../../k8s/manifests/agent-install.ts";
 import { renderDeployment } from "../../../k8s/render/index.ts";
@@ -36,6 +36,7 @@ const NEEDS: [group: string, resource: string, verbs: string[], where: string][]
   ["apps", "deployments", ["list", "watch", "create", "patch", "delete"], "router Deployment"],
   [RBAC, "roles", ["list", "watch", "create", "patch", "delete"], "external router Role"],
   [RBAC, "rolebindings", ["list", "watch", "create", "patch", "delete"], "external router RoleBinding"],
+  ["networking.k8s.io", "networkpolicies", ["list", "watch", "create", "patch", "delete"], "project and deployment NetworkPolicies: SSA, informer, observe.ts listNamespacedNetworkPolicy, delete with the deployment"],
 ];
 const NEEDED = new Set(NEEDS.flatMap(([group, resource, verbs]) => verbs.map((verb) => perm(group, resource, verb))));
 
@@ -62,6 +63,7 @@ const API_CLASSES: [group: string, api: { prototype: object }][] = [
   ["apps", AppsV1Api],
   ["coordination.k8s.io", CoordinationV1Api],
   [RBAC, RbacAuthorizationV1Api],
+  ["networking.k8s.io", NetworkingV1Api],
 ];
 const VERB_OF: Record<string, string> = {
   list: "list",
@@ -95,8 +97,9 @@ const RESOURCE_OF: Record<string, string> = {
   ClusterRoleBinding: "clusterrolebindings",
   LimitRange: "limitranges",
   Lease: "leases",
+  NetworkPolicy: "networkpolicies",
 };
-const GROUP_OF_KIND: Record<string, string> = { Deployment: "apps", Role: RBAC, RoleBinding: RBAC };
+const GROUP_OF_KIND: Record<string, string> = { Deployment: "apps", Role: RBAC, RoleBinding: RBAC, NetworkPolicy: "networking.k8s.io" };
 const METHOD = /^(list|read|create|patch|replace|deleteCollection|delete)(Namespaced)?([A-Z]\w*?)(ForAllNamespaces)?$/;
 
 interface Scan {
@@ -121,7 +124,7 @@ function scanSources(sources: string[], ownedKinds: { applied: string[]; deleted
       else needs.add(perm(group, resource, VERB_OF[verb!]!));
     }
     // Informers and raw watches name the collection by path.
-    for (const [, group, resource] of text.matchAll(/["'`]\/apis?\/(?:([a-z.]+)\/)?v1\/(?:namespaces\/\$\{[^}]*\}\/)?([a-z]+)/g)) {
+    for (const [, group, resource] of text.matchAll(/["'`]\/apis?\/(?:([a-z0-9.]+)\/)?v1\/(?:namespaces\/\$\{[^}]*\}\/)?([a-z]+)/g)) {
       if (/\b(makeInformer|Watch)\b/.test(text)) for (const verb of ["list", "watch"]) needs.add(perm(group ?? "", resource!, verb));
     }
     for (const [, call] of text.matchAll(/\bobjects\.(patch|delete|create|read|list|replace)\(/g)) {
@@ -146,7 +149,7 @@ function ownedKinds(sources: string[]) {
   const rendered = new Set(
     SHAPES.flatMap(({ input }) => {
       const bundle = renderDeployment(input);
-      return [bundle.namespace, ...bundle.pods, ...bundle.services, ...bundle.routerObjects, ...bundle.claims].map((o) => o.kind!);
+      return [bundle.namespace, ...bundle.pods, ...bundle.services, ...bundle.routerObjects, ...bundle.claims, ...bundle.networkPolicies].map((o) => o.kind!);
     }),
   );
   const listed = new Set(sources.flatMap((text) => [...text.matchAll(/\.listNamespaced([A-Z]\w*)\(/g)].map((m) => m[1]!)));

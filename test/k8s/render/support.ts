@@ -10,6 +10,7 @@ import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
 import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { admitDeploymentSpec } from "../../../src/domain/admission.ts";
 import { applySpecDefaults, type DeploymentSpec } from "../../../src/domain/deployment-spec.ts";
 import type { RenderedDeployment, RenderInput, RenderOptions } from "../../../k8s/render/index.ts";
@@ -156,9 +157,9 @@ export function shape(file: string): RenderInput {
   return found.input;
 }
 
-/** Every object of a bundle, in a stable order: namespace, Services, pods, router objects. */
+/** Every object of a bundle, in a stable order: namespace, NetworkPolicies, claims, Services, pods, router objects. */
 export function objectsOf(bundle: RenderedDeployment): { apiVersion?: string; kind?: string; metadata?: { name?: string } }[] {
-  return [bundle.namespace, ...bundle.claims, ...bundle.services, ...bundle.pods, ...bundle.routerObjects];
+  return [bundle.namespace, ...bundle.networkPolicies, ...bundle.claims, ...bundle.services, ...bundle.pods, ...bundle.routerObjects];
 }
 
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -171,6 +172,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   "apps/v1/Deployment": Deployment,
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
 };
 
 /** Validates against the official OpenAPI schema of its kind; throws with the schema's message. */

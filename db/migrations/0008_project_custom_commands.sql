@@ -1,0 +1,1 @@
+ALTER TABLE "projects" ADD COLUMN "allow_custom_commands" boolean DEFAULT false NOT NULL;
