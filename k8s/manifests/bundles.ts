@@ -5,6 +5,7 @@
 // (`UPDATE_GOLDEN=1 npx vitest run test/k8s/manifests` regenerates it).
 import type { KubernetesObject, V1Container, V1PolicyRule, V1SecurityContext } from "@kubernetes/client-node";
 import { Document, stringify } from "yaml";
+import { POD_SECURITY_LABELS } from "../render/names.ts";
 import { AGENT_NAME, AGENT_RULES, type AgentRule, BERTH_VERSION, DEFAULT_NAMESPACE, PLACEHOLDER_API_URL, PLACEHOLDER_TOKEN, SECRET_KEYS, wrapComment } from "./agent-install.ts";
 
 export const API_NAMESPACE = "berth-api";
@@ -308,8 +309,9 @@ function clusterRoleAndBinding(name: string, rules: readonly AgentRule[]) {
 export function projectNamespaceObjects(namespace: string): KubernetesObject[] {
   const agentLabels = labels(AGENT_NAME, "agent");
   return [
-    // Baseline Pod Security: engine pods need no privilege, and the admission policy expects a berth namespace to enforce one.
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "berth", "pod-security.kubernetes.io/enforce": "baseline" } } } as KubernetesObject,
+    // The Pod Security labels the agent renders for a project namespace (baseline enforced,
+    // restricted warned): a namespaced agent never labels a namespace itself, and refuses one without them.
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "berth", ...POD_SECURITY_LABELS } } } as KubernetesObject,
     { apiVersion: RBAC_V1, kind: "Role", metadata: { name: AGENT_NAME, namespace, labels: agentLabels }, rules: toPolicyRules(NAMESPACED_MODE_PROJECT_RULES) } as KubernetesObject,
     {
       apiVersion: RBAC_V1,

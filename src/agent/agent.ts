@@ -25,7 +25,7 @@ import { computeInventory } from "./inventory.ts";
 import type { Kube } from "./kube.ts";
 import { type Observed, observedCount } from "./observe.ts";
 import { nextPauses, type PlacementPauses, readyGroups } from "./instance-group.ts";
-import { type Action, isRetirement, planDeployment, retirementCandidates } from "./plan.ts";
+import { type Action, isRetirement, missingPodSecurityLabels, planDeployment, retirementCandidates } from "./plan.ts";
 import { createResizeExecutor, type ResizeConfig } from "./resize-executor.ts";
 import { createRetirementExecutor } from "./retirement-executor.ts";
 import { buildEndpointsBody, readyRouterPods } from "./router-endpoint-list.ts";
@@ -300,7 +300,12 @@ export function createAgent({
     // Namespaced mode: a namespace outside the allow-list, missing or unreadable is reported, never written to.
     const refusal = deleting
       ? undefined
-      : namespaceRefusal(mode, { namespace, exists: observed.namespaceExists, ...withProblem(informers.namespaceProblem(namespace)) });
+      : namespaceRefusal(mode, {
+          namespace,
+          exists: observed.namespaceExists,
+          missingLabels: missingPodSecurityLabels(observed.namespaceLabels),
+          ...withProblem(informers.namespaceProblem(namespace)),
+        });
     const now = clock.now().getTime();
     const pauses = state.placementPauses;
     const actions = refusal !== undefined ? [] : planDeployment({ render, deleting, observed, ...(inventory && { inventory }), ...(inventoryAt !== undefined && { inventoryAt }), ...(pauses && { placementPauses: pauses, now }) });

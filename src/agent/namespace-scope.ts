@@ -24,6 +24,12 @@ export interface NamespaceFacts {
   exists: boolean;
   /** Why reading it failed other than by 404 (a 403: no Role there). */
   readProblem?: string;
+  /**
+   * The Pod Security labels (name → value berth renders) the namespace lacks. Cluster mode
+   * re-applies the namespace; a namespaced agent may not patch it, and no engine pod may run in a
+   * namespace without them, so it refuses and says which label to set.
+   */
+  missingLabels?: Readonly<Record<string, string>>;
 }
 
 /** undefined: the pass may go on; otherwise the error its status reports (and nothing is written). */
@@ -35,5 +41,10 @@ export function namespaceRefusal(mode: AgentMode, facts: NamespaceFacts): string
   }
   if (facts.readProblem) return `${facts.readProblem}: grant the agent its Role in ${namespace} (docs/install.md)`;
   if (!facts.exists) return `namespace ${namespace} does not exist: a namespaced agent never creates namespaces; create it (kubectl create namespace ${namespace}) with the agent's Role in it`;
+  const missing = Object.entries(facts.missingLabels ?? {});
+  if (missing.length > 0) {
+    const labels = missing.map(([key, value]) => `${key}=${value}`).join(" ");
+    return `namespace ${namespace} lacks the Pod Security labels ${missing.map(([key]) => key).join(", ")}, and a namespaced agent never changes a namespace: label it (kubectl label namespace ${namespace} ${labels})`;
+  }
   return undefined;
 }

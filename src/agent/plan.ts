@@ -207,7 +207,10 @@ export function retirementCandidates(render: RenderInput, observed: Observed, in
  * A Pod Security label the namespace lacks. Only an absent label brings the namespace back: a value
  * an installation admin changed on purpose (`privileged` for RDMA, docs/decisions/0063) stays.
  */
-const missingPodSecurityLabel = (observed: Observed) => Object.keys(POD_SECURITY_LABELS).some((key) => !(key in observed.namespaceLabels));
+/** The Pod Security labels the observed namespace lacks, with the values berth renders. */
+export const missingPodSecurityLabels = (namespaceLabels: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.fromEntries(Object.entries(POD_SECURITY_LABELS).filter(([key]) => !(key in namespaceLabels)));
+const missingPodSecurityLabel = (observed: Observed) => Object.keys(missingPodSecurityLabels(observed.namespaceLabels)).length > 0;
 
 /** The namespace's policies when absent; the deployment's when absent or when their spec hash moved. */
 function planNetworkPolicies(render: RenderInput, observed: Observed): Action[] {

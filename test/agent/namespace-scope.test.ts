@@ -21,7 +21,15 @@ describe("parseAgentMode", () => {
 describe("namespaceRefusal", () => {
   const cluster: AgentMode = { mode: "cluster" };
   const namespaced: AgentMode = { mode: "namespaced", namespaces: ["berth-a", "berth-b"] };
-  it.each<[string, AgentMode, { namespace: string; exists: boolean; readProblem?: string }, RegExp | undefined]>([
+  it.each<[string, AgentMode, { namespace: string; exists: boolean; readProblem?: string; missingLabels?: Record<string, string> }, RegExp | undefined]>([
+    [
+      "listed and present but without its Pod Security labels",
+      namespaced,
+      { namespace: "berth-a", exists: true, missingLabels: { "pod-security.kubernetes.io/enforce": "baseline" } },
+      /berth-a lacks the Pod Security labels pod-security\.kubernetes\.io\/enforce.*kubectl label namespace berth-a pod-security\.kubernetes\.io\/enforce=baseline/,
+    ],
+    ["cluster mode re-applies a namespace without labels instead", cluster, { namespace: "berth-a", exists: true, missingLabels: { "pod-security.kubernetes.io/enforce": "baseline" } }, undefined],
+    ["no label missing", namespaced, { namespace: "berth-a", exists: true, missingLabels: {} }, undefined],
     ["cluster mode never refuses, even a missing namespace", cluster, { namespace: "berth-x", exists: false }, undefined],
     ["listed and present", namespaced, { namespace: "berth-b", exists: true }, undefined],
     ["not listed", namespaced, { namespace: "berth-x", exists: true }, /berth-x is not in this agent's allow-list \(berth-a, berth-b\)/],
