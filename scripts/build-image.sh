@@ -57,15 +57,16 @@ VARIANT=minbase
 MIRROR=${BERTH_IMAGE_MIRROR:-}
 ROOTFS_KEY=$(printf '%s\n' "mmdebstrap $(mmdebstrap --version)" "$SUITE" "$VARIANT" "$MIRROR" | sha256sum | cut -c1-16)
 ROOTFS="$CACHE/rootfs-${SUITE}-${VARIANT}-${ROOTFS_KEY}.tar"
-if [[ ! -s "$ROOTFS" ]]; then
+if [[ ! -f "$ROOTFS" ]]; then
   step "mmdebstrap --variant=$VARIANT $SUITE (cached as $ROOTFS)"
   # No apt lists or caches in the image; a fixed epoch makes the tar's timestamps reproducible.
+  # The name ends in .tar while it is written: mmdebstrap picks its output format from it.
   SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date -d '2026-01-01' +%s)} \
     mmdebstrap --quiet --variant="$VARIANT" --dpkgopt='path-exclude=/usr/share/doc/*' \
       --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
       --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*' \
-      "$SUITE" "$ROOTFS.partial" ${MIRROR:+"$MIRROR"}
-  mv "$ROOTFS.partial" "$ROOTFS"
+      "$SUITE" "${ROOTFS%.tar}.partial.tar" ${MIRROR:+"$MIRROR"}
+  mv "${ROOTFS%.tar}.partial.tar" "$ROOTFS"
 fi
 
 # --- Node and npm packages from the npm registry (npm pack checks their integrity) --------------
