@@ -65,7 +65,7 @@ function expectProductionContents(mountPoint: string): void {
   expect(existsSync(join(app, "dist/src/cli/main.js"))).toBe(true);
   expect(existsSync(join(app, "dist/db/migrations"))).toBe(true);
   expect(existsSync(join(app, "node_modules/hono/package.json"))).toBe(true);
-  for (const tool of ["tsx", "vitest", "typescript", "vite"]) expect(existsSync(join(app, "node_modules", tool)), tool).toBe(false);
+  for (const tool of ["tsx", "vitest", "vite", "esbuild"]) expect(existsSync(join(app, "node_modules", tool)), tool).toBe(false);
   // Every package the lockfile marks dev-only is absent (a devDependency that is also some
   // production package's dependency is not marked dev, and rightly stays).
   const devOnly = Object.entries(lock.packages).filter(([path, entry]) => path && entry.dev).map(([path]) => path);
@@ -137,6 +137,11 @@ describe("the image built by scripts/build-image.sh", () => {
     expect(help.stderr).toBe("");
     expect(help.status).toBe(0);
     expect(help.stdout.startsWith(usage)).toBe(true);
+  });
+
+  it("starts as the agent's manifests and the rendered router pods do, `command: [berth, …]` on PATH", () => {
+    const help = runImage(["--entrypoint", "berth", TAG, "agent", "--help"]);
+    expect(help).toMatchObject({ status: 0, stderr: "", stdout: expect.stringMatching(/^usage: berth agent --api URL/) });
   });
 
   it("serves the API (`berth serve`, PGlite in its data directory) until /readyz answers", async () => {
