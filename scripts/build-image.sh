@@ -113,7 +113,9 @@ fi
 step "buildah bud -> $TAG (base $RUNTIME_BASE)"
 # chroot isolation: RUN steps work where the sandbox refuses an OCI runtime (no rlimits, no
 # namespaces); the npm cache is bind-mounted read-write but npm --offline only reads from it.
-buildah bud --isolation chroot --layers \
+# No --layers: committing every step's layer (node_modules twice) cost minutes on a clean
+# machine, more than the offline npm installs a cached layer would save on a rerun.
+buildah bud --isolation chroot \
   --build-arg BASE_IMAGE="$RUNTIME_BASE" \
   --build-arg BUILD_IMAGE="$BUILD_BASE" \
   --build-arg VERSION="$VERSION" \

@@ -2,7 +2,7 @@
 // base is cached), then scripts/run-image.sh runs its commands as the image's own user under
 // chroot, since no container runtime runs here. podman, buildah and mmdebstrap come from .ci/run;
 // without them the build fails and so does this file.
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,6 +34,16 @@ function runImage(args: string[], timeoutMs = 60_000): Run {
   return run("bash", [join(root, "scripts/run-image.sh"), ...args], timeoutMs);
 }
 
+/** A child process whose last 20 kB of stdout and stderr, interleaved, are kept for a failure message. */
+function spawnKeepingOutput(command: string, args: string[]): { child: ChildProcess; output: () => string } {
+  const child = spawn(command, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000));
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
+  return { child, output: () => output };
+}
+
 let scratch: string;
 let archive: string;
 
@@ -42,16 +52,13 @@ beforeAll(() => {
   archive = join(scratch, "berth.oci.tar");
   // Asynchronous so the worker stays responsive while buildah works; output kept for a failure.
   return new Promise<void>((resolve, reject) => {
-    const child = spawn("nice", ["bash", join(root, "scripts/build-image.sh"), "--out", archive], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
-    child.stderr.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
+    const { child, output } = spawnKeepingOutput("nice", ["bash", join(root, "scripts/build-image.sh"), "--out", archive]);
     const timer = setTimeout(() => child.kill("SIGTERM"), BUILD_TIMEOUT_MS - 10_000);
     child.on("error", reject);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       if (code === 0) resolve();
-      else reject(new Error(`scripts/build-image.sh exited ${code ?? signal}:\n${output}`));
+      else reject(new Error(`scripts/build-image.sh exited ${code ?? signal}:\n${output()}`));
     });
   });
 }, BUILD_TIMEOUT_MS);
@@ -146,14 +153,9 @@ describe("the image built by scripts/build-image.sh", () => {
 
   it("serves the API (`berth serve`, PGlite in its data directory) until /readyz answers", async () => {
     const port = await freePort();
-    const child = spawn(
-      "bash",
-      [join(root, "scripts/run-image.sh"), "--env", "HOST=127.0.0.1", "--env", `PORT=${port}`, "--env", "BERTH_ADMIN_TOKEN=image-test-admin-token-0123", TAG],
-      { cwd: root, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
-    child.stderr.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
+    const { child, output } = spawnKeepingOutput("bash", [
+      join(root, "scripts/run-image.sh"), "--env", "HOST=127.0.0.1", "--env", `PORT=${port}`, "--env", "BERTH_ADMIN_TOKEN=image-test-admin-token-0123", TAG,
+    ]);
     const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
     try {
       let ready: { status: number; body: string } | undefined;
@@ -168,10 +170,10 @@ describe("the image built by scripts/build-image.sh", () => {
         }
         await new Promise((resolve) => setTimeout(resolve, 300));
       }
-      expect(ready, output).toEqual({ status: 200, body: expect.stringContaining('"ok"') });
+      expect(ready, output()).toEqual({ status: 200, body: expect.stringContaining('"ok"') });
       const problem = await fetch(`http://127.0.0.1:${port}/v1/deployments`);
       expect(problem.status).toBe(401);
-      expect(output).toContain('"driver":"pglite"');
+      expect(output()).toContain('"driver":"pglite"');
     } finally {
       child.kill("SIGTERM");
       await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
