@@ -16,8 +16,17 @@
 // so "from send" bounds it above). Baseline: a second long-poll client of GET /v1/agent/desired
 // (the agent's token) started before each PATCH: the protocol's own latency. Everything is timed
 // on this process's performance.now(). Prints tables, writes bench/results/agent.json.
-import { type ChildProcess, fork, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+//
+// Footprint (`-- --footprint-only` runs only this after the setup): the real `berth agent` CLI
+// against the same 500 × 4 cluster, compiled (`npm run build` first, dist/bin/berth.js) beside
+// the tsx one (bin/berth.js with BERTH_FROM_SOURCE=1). Ready = spawn to its "berth agent started"
+// line (modules loaded, loops started); also spawn to its first request to the simulated API
+// server. Median of FOOTPRINT_STARTS starts each, alternating. Then one run each held for
+// FOOTPRINT_HOLD_MS (its informers list all 2,000 pods, it reconciles all 500 deployments, a
+// resync pass and heartbeats run): peak RSS is the kernel's high-water mark (VmHWM in
+// /proc/<pid>/status, Linux). Writes bench/results/agent-footprint.json.
+import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,8 +45,12 @@ const { values: flags } = parseArgs({
     changes: { type: "string", default: "100" },
     passes: { type: "string", default: "4" },
     "resync-seconds": { type: "string", default: "15" },
+    "footprint-only": { type: "boolean", default: false },
+    /** Adds a footprint row: the compiled agent with these NODE_OPTIONS (e.g. heap limits), to tell live data from GC slack. */
+    "compiled-node-options": { type: "string" },
   },
 });
+const FOOTPRINT_ONLY = flags["footprint-only"];
 const DEPLOYMENTS = Number(flags.deployments);
 const CHANGES = Number(flags.changes);
 const PASSES = Number(flags.passes);
@@ -54,6 +67,11 @@ const PROJECT = "bench";
 const NAMESPACE = namespaceName(PROJECT);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const RESULTS = new URL("./results/agent.json", import.meta.url);
+const FOOTPRINT_RESULTS = new URL("./results/agent-footprint.json", import.meta.url);
+const FOOTPRINT_STARTS = 3;
+/** Past one default resync (30 s) and three heartbeats (10 s). */
+const FOOTPRINT_HOLD_MS = 35_000;
+const FOOTPRINT_TARGETS = { peakRssMb: 200, readyMs: 1000 };
 /** BENCH_AGENT_PROFILE=file.cpuprofile: a V8 CPU profile of the agent over the reconcile window (it costs CPU: not for the numbers). */
 const PROFILE = process.env.BENCH_AGENT_PROFILE;
 const TARGETS = { propagationP99Ms: 1000, passCpuMs: 2000, rssMb: 300 };
@@ -663,6 +681,160 @@ async function measurePropagation(base: string, token: string, agent: AgentProce
 }
 
 // ---------------------------------------------------------------------------------------------
+// Footprint of the real `berth agent` CLI: compiled against tsx
+
+/** "compiled", "tsx", or "compiled NODE_OPTIONS=…" (--compiled-node-options). */
+type Build = string;
+
+interface Footprint {
+  build: Build;
+  /** Spawn to the "berth agent started" line, each start, then the median. */
+  readyMs: number[];
+  readyMsMedian: number;
+  /** Spawn to its first request to the simulated API server. */
+  firstClusterRequestMs: number[];
+  firstClusterRequestMsMedian: number;
+  /** RSS as the ready line came, before any work. */
+  rssAtReadyMb: number;
+  /** VmHWM over the held run. */
+  peakRssMb: number;
+  /** VmRSS at the end of the held run. */
+  rssMb: number;
+  /** Cluster requests the held run sent (its lists, watches and heartbeats). */
+  clusterRequests: number;
+  /** The process ended before the hold was over (memory then is its last sample). */
+  exitedEarly: boolean;
+}
+
+const COMPILED_NODE_OPTIONS = flags["compiled-node-options"];
+const AGENT_BINARIES: Record<Build, { bin: string; env: Record<string, string | undefined> }> = {
+  compiled: { bin: join(ROOT, "dist", "bin", "berth.js"), env: { BERTH_FROM_SOURCE: undefined } },
+  tsx: { bin: join(ROOT, "bin", "berth.js"), env: { BERTH_FROM_SOURCE: "1" } },
+  ...(COMPILED_NODE_OPTIONS && {
+    [`compiled NODE_OPTIONS=${COMPILED_NODE_OPTIONS}`]: { bin: join(ROOT, "dist", "bin", "berth.js"), env: { BERTH_FROM_SOURCE: undefined, NODE_OPTIONS: COMPILED_NODE_OPTIONS } },
+  }),
+};
+const BUILDS = Object.keys(AGENT_BINARIES);
+
+/** VmRSS and VmHWM (the peak) of a live process, in MB (Linux). */
+function processMemory(pid: number): { rssMb: number; peakRssMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN);
+  return { rssMb: round(kb("VmRSS") / 1024), peakRssMb: round(kb("VmHWM") / 1024) };
+}
+
+interface AgentCli {
+  child: ChildProcess;
+  readyMs: number;
+  firstClusterRequestMs: number;
+  rssAtReadyMb: number;
+}
+
+/** Spawns `berth agent` and resolves once it printed its ready line and sent the cluster its first request. */
+async function startAgentCli(build: Build, base: string, token: string, kubeconfig: string): Promise<AgentCli> {
+  const { bin, env } = AGENT_BINARIES[build];
+  const merged = Object.fromEntries(Object.entries({ ...process.env, LOG_LEVEL: "warn", ...env }).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  seen.log = [];
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [bin, "agent", "--api", base, "--token", token, "--kubeconfig", kubeconfig], { cwd: ROOT, env: merged, stdio: ["ignore", "ignore", "pipe"] });
+  let readyAt: number | undefined;
+  let rssAtReadyMb = NaN;
+  let errors = "";
+  child.stderr!.on("data", (chunk: Buffer) => {
+    const text = String(chunk);
+    if (readyAt === undefined && text.includes('"msg":"berth agent started"')) {
+      readyAt = performance.now();
+      rssAtReadyMb = processMemory(child.pid!).rssMb;
+    } else if (errors.length < 10_000) errors += text;
+  });
+  const deadline = performance.now() + 60_000;
+  while (readyAt === undefined || seen.log.length === 0) {
+    if (child.exitCode !== null || performance.now() > deadline) {
+      await stopChild(child, "SIGKILL");
+      throw new Error(`berth agent (${build}) did not start:\n${errors}`);
+    }
+    await sleep(5);
+  }
+  return { child, readyMs: round(readyAt - t0), firstClusterRequestMs: round(seen.log[0]!.at - t0), rssAtReadyMb };
+}
+
+async function measureFootprint(base: string, token: string, kubeconfig: string): Promise<Footprint[]> {
+  const starts: Record<Build, AgentCli[]> = Object.fromEntries(BUILDS.map((build) => [build, []]));
+  for (let start = 0; start < FOOTPRINT_STARTS; start++) {
+    for (const build of BUILDS) {
+      const started = await startAgentCli(build, base, token, kubeconfig);
+      await stopChild(started.child);
+      starts[build].push(started);
+      await quiet(1000);
+    }
+  }
+  const results: Footprint[] = [];
+  for (const build of BUILDS) {
+    log(`  footprint: ${build} agent held for ${FOOTPRINT_HOLD_MS / 1000} s`);
+    const held = await startAgentCli(build, base, token, kubeconfig);
+    let memory = processMemory(held.child.pid!);
+    let exitedEarly = false;
+    for (const until = performance.now() + FOOTPRINT_HOLD_MS; performance.now() < until; await sleep(500)) {
+      try {
+        memory = processMemory(held.child.pid!);
+      } catch {
+        exitedEarly = true; // a heap limit below its live data ends it (--compiled-node-options)
+        break;
+      }
+    }
+    if (exitedEarly) log(`  ${build}: the agent exited during the held run (code ${held.child.exitCode}, signal ${held.child.signalCode})`);
+    const clusterRequests = seen.log!.length;
+    await stopChild(held.child);
+    await quiet(1000);
+    const readyMs = starts[build].map((s) => s.readyMs);
+    const firstClusterRequestMs = starts[build].map((s) => s.firstClusterRequestMs);
+    results.push({
+      build,
+      readyMs,
+      readyMsMedian: round(median(readyMs)),
+      firstClusterRequestMs,
+      firstClusterRequestMsMedian: round(median(firstClusterRequestMs)),
+      rssAtReadyMb: held.rssAtReadyMb,
+      peakRssMb: memory.peakRssMb,
+      rssMb: memory.rssMb,
+      clusterRequests,
+      exitedEarly,
+    });
+  }
+  seen.log = undefined;
+  return results;
+}
+
+function footprintVerdicts(footprint: Footprint[]): string[] {
+  const compiled = footprint.find((f) => f.build === "compiled")!;
+  return [
+    `compiled agent peak RSS ≤ ${FOOTPRINT_TARGETS.peakRssMb} MB at ${DEPLOYMENTS} × ${REPLICAS}: ${compiled.peakRssMb <= FOOTPRINT_TARGETS.peakRssMb ? "met" : "NOT met"} (${compiled.peakRssMb} MB)`,
+    `compiled \`berth agent\` ready < ${FOOTPRINT_TARGETS.readyMs} ms: ${compiled.readyMsMedian < FOOTPRINT_TARGETS.readyMs ? "met" : "NOT met"} (median ${compiled.readyMsMedian} ms)`,
+  ];
+}
+
+function reportFootprint(footprint: Footprint[], verdicts: string[]): void {
+  const tsx = footprint.find((f) => f.build === "tsx")!;
+  const ratio = (value: number, baseline: number) => `${round(value / baseline, 2)}×`;
+  console.log(`\nFootprint of \`berth agent\` at ${DEPLOYMENTS} deployments × ${REPLICAS} pods: compiled (dist/) against tsx (baseline); ${FOOTPRINT_STARTS} starts each, one run held ${FOOTPRINT_HOLD_MS / 1000} s`);
+  printTable([
+    ["build", "ready ms (median)", "first cluster request ms", "RSS at ready MB", "peak RSS MB", "RSS at end MB", "peak vs tsx", "ready vs tsx"],
+    ...footprint.map((f) => [
+      f.build,
+      `${f.readyMsMedian} (${f.readyMs.join(", ")})`,
+      String(f.firstClusterRequestMsMedian),
+      String(f.rssAtReadyMb),
+      String(f.peakRssMb),
+      String(f.rssMb),
+      ratio(f.peakRssMb, tsx.peakRssMb),
+      ratio(f.readyMsMedian, tsx.readyMsMedian),
+    ]),
+  ]);
+  console.log("\nfootprint targets:");
+  for (const verdict of verdicts) console.log(`  ${verdict}`);
+}
+
+// ---------------------------------------------------------------------------------------------
 
 function report(convergence: Convergence, cost: ReconcileCost, propagation: Propagation, verdicts: string[]): void {
   const d = (x: Distribution) => [String(x.n), x.p50.toFixed(1), x.p90.toFixed(1), x.p99.toFixed(1), x.max.toFixed(1)];
@@ -725,7 +897,12 @@ async function main(): Promise<void> {
     if (serve) rmSync(serve.dataDir, { recursive: true, force: true });
   };
   process.once("SIGINT", () => void cleanup().finally(() => process.exit(130)));
+  const scratch = mkdtempSync(join(tmpdir(), "berth-bench-agent-kube-"));
+  const kubeconfig = join(scratch, "kubeconfig");
   try {
+    // The compiled agent of the footprint phase is this checkout's source, built now: never a stale dist/.
+    log("npm run build (the compiled agent of the footprint phase)");
+    execFileSync("npm", ["run", "build"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
     log("starting berth serve and the simulated cluster");
     [serve, cluster] = await Promise.all([
       startServe(),
@@ -733,6 +910,7 @@ async function main(): Promise<void> {
         nodes: Array.from({ length: NODES }, (_, i) => ({ name: `gpu-${String(i).padStart(2, "0")}`, gpuType: "nvidia-h100-80gb", gpus: GPUS_PER_NODE })),
         programs: { ...berthPrograms({ routerImage: ROUTER_IMAGE }), noProcessImages: [ENGINE_IMAGE] },
         onRequest,
+        kubeconfigPath: kubeconfig,
       }),
     ]);
     const base = serve.url;
@@ -745,6 +923,12 @@ async function main(): Promise<void> {
     // disconnected, so the heartbeat stays on; passes it runs into are left out).
     agent = await AgentProcess.start(agentOptions({ resyncMs: RESYNC_MS }));
     const { ids, names, convergence } = await createAll(base, project.body.id, agent);
+    if (FOOTPRINT_ONLY) {
+      await agent.stop();
+      await quiet(3000);
+      await writeFootprint(await measureFootprint(base, token, kubeconfig), convergence);
+      return;
+    }
     const cost = await measureReconcile(agent, ids);
     log(`pass ${cost.cpuMsPerPass} ms CPU; bare reads ${cost.bareReads.cpuMs} ms; RSS ${cost.rssMb} MB`);
     await agent.stop();
@@ -757,6 +941,9 @@ async function main(): Promise<void> {
     await drainFeed(base, token, 0);
     await quiet(3000);
     const propagation = await measurePropagation(base, token, agent, ids, names);
+    await agent.stop();
+    log("footprint: berth agent compiled and through tsx");
+    const footprint = await measureFootprint(base, token, kubeconfig);
 
     const passMet = cost.cpuMsPerPass < TARGETS.passCpuMs;
     const rssMet = cost.maxRssMb < TARGETS.rssMb;
@@ -768,9 +955,11 @@ async function main(): Promise<void> {
     ];
     report(convergence, cost, propagation, verdicts);
     if (DEPLOYMENTS !== 500 || CHANGES !== 100) {
+      reportFootprint(footprint, footprintVerdicts(footprint));
       log(`--deployments ${DEPLOYMENTS} --changes ${CHANGES}: a quick run, ${RESULTS.pathname} left as it is`);
       return;
     }
+    await writeFootprint(footprint, convergence);
     await mkdir(new URL("./results/", import.meta.url), { recursive: true });
     await writeFile(
       RESULTS,
@@ -803,7 +992,48 @@ async function main(): Promise<void> {
     log(`wrote ${RESULTS.pathname}`);
   } finally {
     await cleanup();
+    rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+function machine() {
+  return { node: process.version, cpus: availableParallelism(), cpu: cpus()[0]?.model.trim(), loadAverage: round(loadavg()[0]!, 2) };
+}
+
+/** Prints the footprint table; a default run (500 deployments) also writes bench/results/agent-footprint.json. */
+async function writeFootprint(footprint: Footprint[], convergence: Convergence): Promise<void> {
+  const verdicts = footprintVerdicts(footprint);
+  reportFootprint(footprint, verdicts);
+  if (DEPLOYMENTS !== 500) {
+    log(`--deployments ${DEPLOYMENTS}: a quick run, ${FOOTPRINT_RESULTS.pathname} left as it is`);
+    return;
+  }
+  await mkdir(new URL("./results/", import.meta.url), { recursive: true });
+  const tsx = footprint.find((f) => f.build === "tsx")!;
+  const compiled = footprint.find((f) => f.build === "compiled")!;
+  const document = {
+    benchmark: "agent-footprint",
+    date: new Date().toISOString(),
+    machine: machine(),
+    settings: {
+      deployments: DEPLOYMENTS,
+      pods: DEPLOYMENTS * REPLICAS,
+      agent: "the real `berth agent --api --token --kubeconfig` CLI on its defaults (resync 30 s, heartbeat 10 s), one at a time against the converged cluster",
+      builds: { compiled: "npm run build, then node dist/bin/berth.js agent", tsx: "BERTH_FROM_SOURCE=1 node bin/berth.js agent (tsx)" },
+      ready: "spawn to the agent's \"berth agent started\" stderr line (modules loaded, loops started)",
+      firstClusterRequest: "spawn to the first request the simulated API server receives",
+      starts: FOOTPRINT_STARTS,
+      holdSeconds: FOOTPRINT_HOLD_MS / 1000,
+      peakRss: "VmHWM of /proc/<pid>/status at the end of the held run",
+    },
+    targets: FOOTPRINT_TARGETS,
+    convergence,
+    footprint,
+    ratios: { peakRss: round(compiled.peakRssMb / tsx.peakRssMb, 2), ready: round(compiled.readyMsMedian / tsx.readyMsMedian, 2) },
+    verdicts,
+  };
+  await writeFile(FOOTPRINT_RESULTS, JSON.stringify(document, null, 2) + "\n");
+  log(`wrote ${FOOTPRINT_RESULTS.pathname}`);
 }
 
 await main();
