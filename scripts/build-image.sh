@@ -111,6 +111,7 @@ fi
 
 # --- the image ---------------------------------------------------------------------------------
 step "buildah bud -> $TAG (base $RUNTIME_BASE)"
+previous=$(podman image inspect --format '{{.Id}}' "$TAG" 2>/dev/null || true)
 # chroot isolation: RUN steps work where the sandbox refuses an OCI runtime (no rlimits, no
 # namespaces); the npm cache is bind-mounted read-write but npm --offline only reads from it.
 # No --layers: committing every step's layer (node_modules twice) cost minutes on a clean
@@ -122,6 +123,11 @@ buildah bud --isolation chroot \
   --build-arg NPM_FLAGS="--offline" \
   --volume "$NPM_CACHE:/root/.npm" \
   --tag "$TAG" --file Containerfile . >&2
+# The image this tag named before is garbage now (half a gigabyte a rebuild); one still tagged
+# otherwise or used by a container stays.
+if [[ -n $previous && $previous != "$(podman image inspect --format '{{.Id}}' "$TAG")" ]]; then
+  podman rmi "$previous" >/dev/null 2>&1 || true
+fi
 
 if [[ $ARCHIVE -eq 1 ]]; then
   step "podman save --format oci-archive -> $OUT"
