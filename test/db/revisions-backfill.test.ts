@@ -9,7 +9,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { drizzle } from "drizzle-orm/pglite";
 import { migrate } from "drizzle-orm/pglite/migrator";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { deploymentRevisions, deployments, nextResourceVersion, projects } from "../../db/schema.ts";
+import { deploymentRevisions, deployments } from "../../db/schema.ts";
 
 const migrations = fileURLToPath(new URL("../../db/migrations", import.meta.url));
 let dir: string;
@@ -36,7 +36,11 @@ it("gives each existing deployment its current generation as a revision by actor
   const db = drizzle(client);
   await migrate(db, { migrationsFolder: dir });
   const then = new Date("2026-10-01T08:00:00.000Z");
-  await db.insert(projects).values({ id: "prj_old", name: "old", maxGpus: null, resourceVersion: nextResourceVersion, createdAt: then, updatedAt: then });
+  // The projects table as of 0006 (today's schema has columns added later): plain SQL.
+  await client.query(
+    "insert into projects (id, name, max_gpus, resource_version, created_at, updated_at) values ($1, $2, null, nextval('resource_version_seq')::bigint, $3, $3)",
+    ["prj_old", "old", then.toISOString()],
+  );
   const spec = { model: { name: "Qwen/Qwen3-8B" }, engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" }, roles: [] };
   const edited = new Date("2026-10-02T09:30:00.000Z");
   await db.insert(deployments).values({

@@ -1,7 +1,9 @@
 // The install bundles against a simulated cluster: `kubectl kustomize` renders each bundle,
 // `kubectl apply -k` applies each, and a real `berth agent` process in namespaced mode (the
 // overlay's namespaces) brings a deployment in an allowed namespace to Ready while refusing one
-// outside its list, without a single cluster-wide request beyond nodes.
+// outside its list, without a single cluster-wide request beyond nodes; under the simulated
+// cluster's RBAC and admission policy, two such agents with the overlay's ServiceAccount token
+// elect a leader, and the standby takes over a SIGKILLed leader's work.
 import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +16,7 @@ import type { ObservedRequest } from "../../k8s/sim/api-server.ts";
 import { registerAgent } from "../../src/agent/api-client.ts";
 import { type AgentWorld, eventually, startAgentWorld } from "../agent/e2e-support.ts";
 import { BERTH_BIN } from "../support/berth-process.ts";
+import { killAgentProcesses, patchSpec, PodSampler, spawnAgentProcess, viewOf, waitConverged } from "../agent/rollout-support.ts";
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, "../..");
@@ -196,29 +199,51 @@ describe("a namespaced agent under RBAC: the ServiceAccount token of the namespa
     expect((await asAgent("get", "namespace", "default")).code).not.toBe(0);
   }, 30_000);
 
-  it("runs a berth-demo deployment to Ready as `berth agent --namespaces` with that token", async () => {
+  it("two `berth agent --namespaces --leader-elect` replicas with that token: one leads, the SIGKILLed leader's standby takes over and reconciles, no pod duplicated", async () => {
     const created = await world.call("POST", "/v1/clusters", { name: "rbac" });
     expect(created.status).toBe(201);
     const { token } = await registerAgent(world.server.url, created.body.joinToken);
-    const child = spawn(process.execPath, [BERTH_BIN, "agent", "--api", world.server.url, "--token", token, "--kubeconfig", agentKubeconfig, "--namespaces", "berth-demo,berth-research"], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let err = "";
-    child.stderr!.on("data", (chunk) => (err += chunk));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    // As the overlay's Deployment runs them: leader election in berth-system, identity from the pod name.
+    const args = ["--api", world.server.url, "--token", token, "--kubeconfig", agentKubeconfig, "--namespaces", "berth-demo,berth-research", "--leader-elect"];
+    args.push("--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms");
+    const agents = ["agent-a", "agent-b"].map((name) => ({ name, ...spawnAgentProcess(args, { POD_NAME: name, POD_NAMESPACE: "berth-system" }) }));
+    const stderr = () => agents.map((a) => `${a.name}:\n${a.stderr().slice(-3000)}`).join("\n");
     try {
+      const leader = await eventually(() => `a leader; ${stderr()}`, async () => agents.find((a) => a.stderr().includes('"msg":"became leader"')), 60_000, 50);
+      const standby = agents.find((a) => a !== leader)!;
+      await eventually(() => `${standby.name} standing by; ${stderr()}`, async () => standby.stderr().includes(`standing by, leader is ${leader.name}`), 30_000, 50);
       const res = await world.call("POST", "/v1/deployments", {
         name: "rbac",
         projectId: world.projectId,
         spec: { clusterId: created.body.cluster.id, model: { name: "Qwen/Qwen3-8B" }, engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" }, roles: [{ name: "main", replicas: 1, resources: { gpus: 1 } }] },
       });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
-      await world.readyDeployment(res.body.id, { timeoutMs: 60_000, what: `Ready under RBAC; agent stderr:\n${err.slice(-4000)}` });
-      // Nothing the agent did was refused: no 403 in its log.
-      expect(err).not.toMatch(/forbidden/i);
+      const id = res.body.id as string;
+      await world.readyDeployment(id, { timeoutMs: 60_000, what: `Ready under RBAC; ${stderr()}` });
+
+      // Pods sampled every 100 ms from the kill on: the standby must not duplicate the leader's pod.
+      const sampler = new PodSampler(world.kube, "berth-demo", id);
+      try {
+        leader.child.kill("SIGKILL");
+        await eventually(() => `${standby.name} leading; ${stderr()}`, async () => standby.stderr().includes('"msg":"became leader"'), 20_000, 50);
+        await patchSpec((...a) => world.call(...a), id, () => ({ roles: [{ name: "main", replicas: 2 }] }));
+        await waitConverged((...a) => world.call(...a), id, 2, { timeoutMs: 60_000, what: stderr });
+      } finally {
+        await sampler.stop();
+      }
+      expect(sampler.errors).toEqual([]);
+      for (const { pods } of sampler.samples) {
+        const slots = pods.map((p) => p.replica);
+        expect(new Set(slots).size, `pods ${pods.map((p) => p.name)}`).toBe(slots.length);
+      }
+      const after = (await world.kube.core.listNamespacedPod({ namespace: "berth-demo" })).items.map(viewOf);
+      expect(after.map((p) => p.name).sort()).toEqual(["rbac-main-r0-m0", "rbac-main-r1-m0"]);
+      // The pod the first leader made survived the takeover.
+      expect(sampler.samples[0]!.pods.map((p) => p.uid).every((uid) => after.some((p) => p.uid === uid))).toBe(true);
+      // Nothing either agent did was refused by RBAC or the admission policy.
+      expect(stderr()).not.toMatch(/forbidden|denied request/i);
     } finally {
-      child.kill("SIGTERM");
+      await killAgentProcesses(agents);
     }
-    expect(await exited).toBe(0);
-  }, 120_000);
+  }, 240_000);
 });

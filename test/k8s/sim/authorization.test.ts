@@ -211,20 +211,20 @@ describe("the agent's token", () => {
     expect(seen).toBe("ADDED engine-0");
   });
 
-  it("may apply what the agent renders (SSA: pods, Services, the router's objects), but not the project namespace without a Pod Security label", async () => {
+  it("may apply what the agent renders (SSA: the namespace with its Pod Security labels, pods, Services, the router's objects), but not a namespace stripped of them", async () => {
     const kc = new k8s.KubeConfig();
     kc.loadFromOptions(kubeConfigOptions(t.cluster.url, { token: agentToken }));
     const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
     const applyAsAgent = (object: object) => objects.patch(object as k8s.KubernetesObject, undefined, undefined, "berth-agent", true, k8s.PatchStrategy.ServerSideApply);
     const rendered = render(aDeployment().epd().router("builtin").build(), "demo");
-    // k8s/render's namespace carries no pod-security.kubernetes.io/enforce label yet: the policy refuses it.
-    const refused = await applyAsAgent(rendered.namespace).catch((error: unknown) => error);
+    const { "pod-security.kubernetes.io/enforce": enforced, ...unenforced } = rendered.namespace.metadata!.labels!;
+    expect(enforced).toBe("baseline");
+    const refused = await applyAsAgent({ ...rendered.namespace, metadata: { ...rendered.namespace.metadata, labels: unenforced } }).catch((error: unknown) => error);
     expect((refused as k8s.ApiException<string>).code).toBe(403);
     expect(JSON.parse((refused as k8s.ApiException<string>).body).message).toBe(
       `namespaces "berth-demo" is forbidden: ${DENIED}: a berth namespace must carry pod-security.kubernetes.io/enforce set to baseline or restricted`,
     );
-    const labels = { ...rendered.namespace.metadata!.labels, "pod-security.kubernetes.io/enforce": "baseline" };
-    await applyAsAgent({ ...rendered.namespace, metadata: { ...rendered.namespace.metadata, labels } });
+    await applyAsAgent(rendered.namespace);
     const everything = [...rendered.claims, ...rendered.services, ...rendered.routerObjects, ...rendered.pods];
     expect(everything.length).toBeGreaterThan(5);
     for (const object of everything) await applyAsAgent(object);
