@@ -11,6 +11,7 @@ import { type KubernetesListObject, type KubernetesObject, ListWatch, Watch } fr
 import { LABELS, MANAGED_BY } from "../../k8s/render/index.ts";
 import { CACHED_KINDS, type CachedKind, ClusterCache } from "./cluster-cache.ts";
 import type { Kube } from "./kube.ts";
+import { stripForCache } from "./strip-object.ts";
 
 export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
 
@@ -78,7 +79,7 @@ class BoundedWatch extends Watch {
         if (object?.code === 410) gone = true;
         else streamError ??= Object.assign(new Error(`watch ${path}: ${object?.message ?? "ERROR event"}`), { code: object?.code });
       }
-      callback(phase, object, raw);
+      callback(phase, phase === "ERROR" ? object : stripForCache(object), raw);
     };
     const controller = await super.watch(path, { ...queryParams, timeoutSeconds: seconds }, onEvent, (err) => {
       finished = true;
@@ -138,7 +139,12 @@ export function createInformers(options: InformerOptions): Informers {
   async function keepRunning(kind: CachedKind): Promise<void> {
     const { path, list } = SOURCES[kind];
     const watch = new BoundedWatch(kube.kc, timeoutSeconds);
-    const informer = new ListWatch<KubernetesObject>(path, watch, () => list(kube, MANAGED_SELECTOR), false, MANAGED_SELECTOR);
+    const listStripped = async () => {
+      const result = await list(kube, MANAGED_SELECTOR);
+      result.items.forEach(stripForCache);
+      return result;
+    };
+    const informer = new ListWatch<KubernetesObject>(path, watch, listStripped, false, MANAGED_SELECTOR);
     informers.push({ informer, watch });
     const changed = (object: KubernetesObject) => {
       cache.upsert(kind, object);

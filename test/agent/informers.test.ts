@@ -2,7 +2,8 @@
 // ListWatch, and it is restarted with backoff until it lists; a watch cut mid-stream resumes
 // from the last resourceVersion without a relist; a watch answered 410 Gone relists, and what
 // vanished meanwhile is deleted from the cache; an in-stream error is restarted with backoff,
-// resuming where it was.
+// resuming where it was. Objects enter the cache without metadata.managedFields, from lists and
+// watch events alike.
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as k8s from "@kubernetes/client-node";
@@ -12,7 +13,9 @@ import { createInformers, type Informers } from "../../src/agent/informers.ts";
 import { createKube } from "../../src/agent/kube.ts";
 
 const pod = (name: string, rv: string) => ({
-  metadata: { name, namespace: "berth-x", uid: `uid-${name}`, resourceVersion: rv, labels: { "app.kubernetes.io/managed-by": "berth-agent", "berth.dev/deployment-id": "d1" } },
+  metadata: { name, namespace: "berth-x", uid: `uid-${name}`, resourceVersion: rv, labels: { "app.kubernetes.io/managed-by": "berth-agent", "berth.dev/deployment-id": "d1" },
+    managedFields: [{ manager: "berth-agent", operation: "Apply", apiVersion: "v1", fieldsType: "FieldsV1", fieldsV1: { "f:metadata": { "f:labels": {} } } }],
+  },
 });
 
 async function eventually<T>(what: string, fn: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
@@ -78,13 +81,17 @@ describe("informers", () => {
     });
     const warnings: Array<{ kind?: string; retryInMs?: number; error?: string }> = [];
     const changes: string[] = [];
+    const withManagedFields: string[] = [];
     informers = createInformers({
       kube: createKube(kc),
       watchTimeoutSeconds: 300,
       backoffBaseMs: 20,
       backoffCapMs: 1_000,
       logger: { warn: (_msg, data) => void warnings.push(data as { kind: string; retryInMs: number }) },
-      onChange: (kind, object) => changes.push(`${kind}/${object.metadata!.name}@${object.metadata!.resourceVersion}`),
+      onChange: (kind, object) => {
+        changes.push(`${kind}/${object.metadata!.name}@${object.metadata!.resourceVersion}`);
+        if (object.metadata?.managedFields !== undefined) withManagedFields.push(object.metadata.name!);
+      },
       onSynced: () => {},
     });
     informers.start();
@@ -105,6 +112,9 @@ describe("informers", () => {
     expect(podLists).toBe(4);
     expect(informers.cache.ofDeployment("pods", "d1").map((p) => p.metadata!.name)).toEqual(["p2"]);
     expect(changes).toEqual(["pods/p1@10", "pods/p2@11", "pods/p1@10"]);
+    // p1 came from a list, p2 from a watch event and then a relist: none kept its managedFields.
+    expect(withManagedFields).toEqual([]);
+    expect(informers.cache.get("pods", "berth-x", "p2")!.metadata).not.toHaveProperty("managedFields");
     expect([...labelSelectors]).toEqual(["app.kubernetes.io/managed-by=berth-agent"]);
   }, 30_000);
 });
