@@ -22,6 +22,7 @@ import { affectedKeys, kindsFor, type KnownDeployments, observeFromCache } from 
 import { expectationsOf, expectationWait, type PendingExpectations } from "./expectations.ts";
 import { createInformers } from "./informers.ts";
 import { addGpuUse, type GpuUse, inventoryFromUse } from "./inventory.ts";
+import { continueFrom, forEachPage, LIST_PAGE_SIZE } from "./paged-list.ts";
 import type { Kube } from "./kube.ts";
 import { type Observed, observedCount } from "./observe.ts";
 import { nextPauses, type PlacementPauses, readyGroups } from "./instance-group.ts";
@@ -76,11 +77,6 @@ export const DEFAULT_AGENT_CONFIG: AgentConfig = {
   backoffBaseMs: 500,
   backoffCapMs: 60_000,
 };
-
-/** Pods per page of the heartbeat's cluster-wide list (kube-apiserver pages at most what is asked; 500 as kubectl's chunk size). */
-const HEARTBEAT_POD_PAGE = 500;
-/** Bound on the pages of one heartbeat's list (2,000,000 pods): a server that never ends the list fails the heartbeat instead. */
-const HEARTBEAT_MAX_PAGES = 4_000;
 
 export interface Logger {
   info(msg: string, data?: object): void;
@@ -448,19 +444,15 @@ export function createAgent({
 
   /**
    * Every pod in the cluster (not only the managed ones the informers hold: other workloads use
-   * GPUs too), read in pages of HEARTBEAT_POD_PAGE (limit + continue, one consistent snapshot on
-   * a real API server) and kept only as per-node GPU sums: the whole list is never held at once.
+   * GPUs too), read in pages and kept only as per-node GPU sums: the whole list is never held.
    */
   async function gpuUse(): Promise<GpuUse> {
     const used: GpuUse = new Map();
-    let next: string | undefined;
-    for (let page = 0; page < HEARTBEAT_MAX_PAGES; page++) {
-      const pods = await kube.core.listPodForAllNamespaces({ limit: HEARTBEAT_POD_PAGE, ...(next && { _continue: next }) });
-      addGpuUse(used, pods.items);
-      next = pods.metadata?._continue;
-      if (!next) return used;
-    }
-    throw new Error(`pod list did not end within ${HEARTBEAT_MAX_PAGES} pages of ${HEARTBEAT_POD_PAGE}`);
+    await forEachPage(
+      (next) => kube.core.listPodForAllNamespaces({ limit: LIST_PAGE_SIZE, ...continueFrom(next) }),
+      (pods) => addGpuUse(used, pods.items),
+    );
+    return used;
   }
 
   /** One heartbeat at a time: a slow one (a loaded API server) is not joined by the next tick's. */

@@ -11,29 +11,31 @@ import { type KubernetesListObject, type KubernetesObject, ListWatch, Watch } fr
 import { LABELS, MANAGED_BY } from "../../k8s/render/index.ts";
 import { CACHED_KINDS, type CachedKind, ClusterCache } from "./cluster-cache.ts";
 import type { Kube } from "./kube.ts";
+import { continueFrom, forEachPage, LIST_PAGE_SIZE } from "./paged-list.ts";
 import { stripForCache } from "./strip-object.ts";
 
 export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
 
 type List = KubernetesListObject<KubernetesObject>;
+type ListQuery = { labelSelector: string; limit: number; _continue?: string };
 
 /** Where each kind is watched cluster-wide, and its typed list (the informer's initial and 410 relist). */
-const SOURCES: Record<CachedKind, { path: string; list: (kube: Kube, labelSelector: string) => Promise<List> }> = {
-  namespaces: { path: "/api/v1/namespaces", list: (k, labelSelector) => k.core.listNamespace({ labelSelector }) },
-  pods: { path: "/api/v1/pods", list: (k, labelSelector) => k.core.listPodForAllNamespaces({ labelSelector }) },
-  services: { path: "/api/v1/services", list: (k, labelSelector) => k.core.listServiceForAllNamespaces({ labelSelector }) },
+const SOURCES: Record<CachedKind, { path: string; list: (kube: Kube, query: ListQuery) => Promise<List> }> = {
+  namespaces: { path: "/api/v1/namespaces", list: (k, query) => k.core.listNamespace(query) },
+  pods: { path: "/api/v1/pods", list: (k, query) => k.core.listPodForAllNamespaces(query) },
+  services: { path: "/api/v1/services", list: (k, query) => k.core.listServiceForAllNamespaces(query) },
   persistentvolumeclaims: {
     path: "/api/v1/persistentvolumeclaims",
-    list: (k, labelSelector) => k.core.listPersistentVolumeClaimForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.core.listPersistentVolumeClaimForAllNamespaces(query),
   },
-  deployments: { path: "/apis/apps/v1/deployments", list: (k, labelSelector) => k.apps.listDeploymentForAllNamespaces({ labelSelector }) },
-  configmaps: { path: "/api/v1/configmaps", list: (k, labelSelector) => k.core.listConfigMapForAllNamespaces({ labelSelector }) },
-  secrets: { path: "/api/v1/secrets", list: (k, labelSelector) => k.core.listSecretForAllNamespaces({ labelSelector }) },
-  serviceaccounts: { path: "/api/v1/serviceaccounts", list: (k, labelSelector) => k.core.listServiceAccountForAllNamespaces({ labelSelector }) },
-  roles: { path: "/apis/rbac.authorization.k8s.io/v1/roles", list: (k, labelSelector) => k.rbac.listRoleForAllNamespaces({ labelSelector }) },
+  deployments: { path: "/apis/apps/v1/deployments", list: (k, query) => k.apps.listDeploymentForAllNamespaces(query) },
+  configmaps: { path: "/api/v1/configmaps", list: (k, query) => k.core.listConfigMapForAllNamespaces(query) },
+  secrets: { path: "/api/v1/secrets", list: (k, query) => k.core.listSecretForAllNamespaces(query) },
+  serviceaccounts: { path: "/api/v1/serviceaccounts", list: (k, query) => k.core.listServiceAccountForAllNamespaces(query) },
+  roles: { path: "/apis/rbac.authorization.k8s.io/v1/roles", list: (k, query) => k.rbac.listRoleForAllNamespaces(query) },
   rolebindings: {
     path: "/apis/rbac.authorization.k8s.io/v1/rolebindings",
-    list: (k, labelSelector) => k.rbac.listRoleBindingForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.rbac.listRoleBindingForAllNamespaces(query),
   },
 };
 
@@ -139,10 +141,21 @@ export function createInformers(options: InformerOptions): Informers {
   async function keepRunning(kind: CachedKind): Promise<void> {
     const { path, list } = SOURCES[kind];
     const watch = new BoundedWatch(kube.kc, timeoutSeconds);
+    // Page by page, each page stripped before the next is asked for. The watch starts from the
+    // first page's resourceVersion: on kube-apiserver every page is that one snapshot; a server
+    // whose later pages are newer replays what changed since through the watch.
     const listStripped = async () => {
-      const result = await list(kube, MANAGED_SELECTOR);
-      result.items.forEach(stripForCache);
-      return result;
+      let whole: List | undefined;
+      await forEachPage(
+        (next) => list(kube, { labelSelector: MANAGED_SELECTOR, limit: LIST_PAGE_SIZE, ...continueFrom(next) }),
+        (page) => {
+          page.items.forEach(stripForCache);
+          if (whole) whole.items.push(...page.items);
+          else whole = page;
+        },
+      );
+      if (whole?.metadata) delete whole.metadata._continue;
+      return whole!;
     };
     const informer = new ListWatch<KubernetesObject>(path, watch, listStripped, false, MANAGED_SELECTOR);
     informers.push({ informer, watch });
