@@ -21,7 +21,8 @@ import { createAutoscaler, type ScalingReport } from "./autoscaler.ts";
 import { affectedKeys, kindsFor, type KnownDeployments, observeFromCache } from "./cluster-cache.ts";
 import { expectationsOf, expectationWait, type PendingExpectations } from "./expectations.ts";
 import { createInformers } from "./informers.ts";
-import { computeInventory } from "./inventory.ts";
+import { addGpuUse, type GpuUse, inventoryFromUse } from "./inventory.ts";
+import { continueFrom, forEachPage, LIST_PAGE_SIZE } from "./paged-list.ts";
 import type { Kube } from "./kube.ts";
 import { type Observed, observedCount } from "./observe.ts";
 import { nextPauses, type PlacementPauses, readyGroups } from "./instance-group.ts";
@@ -465,29 +466,49 @@ export function createAgent({
     }
   }
 
+  /**
+   * Every pod in the cluster (not only the managed ones the informers hold: other workloads use
+   * GPUs too), read in pages and kept only as per-node GPU sums: the whole list is never held.
+   */
+  async function gpuUse(): Promise<GpuUse> {
+    const used: GpuUse = new Map();
+    if (mode.mode === "cluster") {
+      await forEachPage(
+        (next) => kube.core.listPodForAllNamespaces({ limit: LIST_PAGE_SIZE, ...continueFrom(next) }),
+        (pods) => addGpuUse(used, pods.items),
+      );
+      return used;
+    }
+    const lists = await Promise.allSettled(
+      mode.namespaces.map((namespace) =>
+        forEachPage(
+          (next) => kube.core.listNamespacedPod({ namespace, limit: LIST_PAGE_SIZE, ...continueFrom(next) }),
+          (pods) => addGpuUse(used, pods.items),
+        ),
+      ),
+    );
+    lists.forEach((list, i) => {
+      if (list.status === "rejected") logger.warn("pods not listed for the inventory", { namespace: mode.namespaces[i], error: (list.reason as Error).message });
+    });
+    return used;
+  }
+
+  /** One heartbeat at a time: a slow one (a loaded API server) is not joined by the next tick's. */
+  let heartbeating = false;
   async function heartbeat(): Promise<void> {
+    if (heartbeating) return;
+    heartbeating = true;
     try {
       const at = clock.now().getTime();
-      const [nodes, pods] = await Promise.all([kube.core.listNode(), visiblePods()]);
-      inventory = { ...computeInventory(nodes.items, pods), ...(mode.mode === "namespaced" && { podScope: { namespaces: [...mode.namespaces] } }) };
+      const [nodes, used] = await Promise.all([kube.core.listNode(), gpuUse()]);
+      inventory = { ...inventoryFromUse(nodes.items, used), ...(mode.mode === "namespaced" && { podScope: { namespaces: [...mode.namespaces] } }) };
       inventoryAt = at;
       await api.heartbeat({ agentVersion: config.agentVersion, inventory }, abort.signal);
     } catch (error) {
       if (!stopped) logger.warn("heartbeat failed", { error: (error as Error).message });
+    } finally {
+      heartbeating = false;
     }
-  }
-
-  /**
-   * Every pod the agent may list, for the free-GPU count: cluster-wide, or (namespaced mode) only
-   * inside its namespaces, so pods of other tenants on the same nodes are not subtracted there.
-   */
-  async function visiblePods() {
-    if (mode.mode === "cluster") return (await kube.core.listPodForAllNamespaces({})).items;
-    const lists = await Promise.allSettled(mode.namespaces.map((namespace) => kube.core.listNamespacedPod({ namespace })));
-    lists.forEach((list, i) => {
-      if (list.status === "rejected") logger.warn("pods not listed for the inventory", { namespace: mode.namespaces[i], error: (list.reason as Error).message });
-    });
-    return lists.flatMap((list) => (list.status === "fulfilled" ? list.value.items : []));
   }
 
   return {

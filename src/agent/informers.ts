@@ -12,13 +12,16 @@ import { type KubernetesListObject, type KubernetesObject, ListWatch, Networking
 import { LABELS, MANAGED_BY } from "../../k8s/render/index.ts";
 import { CACHED_KINDS, type CachedKind, ClusterCache } from "./cluster-cache.ts";
 import { type Kube, statusCodeOf } from "./kube.ts";
+import { continueFrom, forEachPage, LIST_PAGE_SIZE } from "./paged-list.ts";
+import { stripForCache } from "./strip-object.ts";
 
 export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
 
 type List = KubernetesListObject<KubernetesObject>;
+type ListQuery = { labelSelector: string; limit: number; _continue?: string };
 
-type Lister = (kube: Kube, labelSelector: string) => Promise<List>;
-type NamespacedLister = (kube: Kube, labelSelector: string, namespace: string) => Promise<List>;
+type Lister = (kube: Kube, query: ListQuery) => Promise<List>;
+type NamespacedLister = (kube: Kube, query: ListQuery, namespace: string) => Promise<List>;
 interface Source {
   /** Cluster-wide collection path and typed list (the informer's initial and 410 relist). */
   path: string;
@@ -33,74 +36,74 @@ type WatchedKind = Exclude<CachedKind, "namespaces">;
 const SOURCES: Record<WatchedKind, Source> = {
   pods: {
     path: "/api/v1/pods",
-    list: (k, labelSelector) => k.core.listPodForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.core.listPodForAllNamespaces(query),
     pathIn: (ns) => `/api/v1/namespaces/${ns}/pods`,
-    listIn: (k, labelSelector, namespace) => k.core.listNamespacedPod({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.core.listNamespacedPod({ namespace, ...query }),
   },
   services: {
     path: "/api/v1/services",
-    list: (k, labelSelector) => k.core.listServiceForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.core.listServiceForAllNamespaces(query),
     pathIn: (ns) => `/api/v1/namespaces/${ns}/services`,
-    listIn: (k, labelSelector, namespace) => k.core.listNamespacedService({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.core.listNamespacedService({ namespace, ...query }),
   },
   persistentvolumeclaims: {
     path: "/api/v1/persistentvolumeclaims",
-    list: (k, labelSelector) => k.core.listPersistentVolumeClaimForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.core.listPersistentVolumeClaimForAllNamespaces(query),
     pathIn: (ns) => `/api/v1/namespaces/${ns}/persistentvolumeclaims`,
-    listIn: (k, labelSelector, namespace) => k.core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.core.listNamespacedPersistentVolumeClaim({ namespace, ...query }),
   },
   deployments: {
     path: "/apis/apps/v1/deployments",
-    list: (k, labelSelector) => k.apps.listDeploymentForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.apps.listDeploymentForAllNamespaces(query),
     pathIn: (ns) => `/apis/apps/v1/namespaces/${ns}/deployments`,
-    listIn: (k, labelSelector, namespace) => k.apps.listNamespacedDeployment({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.apps.listNamespacedDeployment({ namespace, ...query }),
   },
   configmaps: {
     path: "/api/v1/configmaps",
-    list: (k, labelSelector) => k.core.listConfigMapForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.core.listConfigMapForAllNamespaces(query),
     pathIn: (ns) => `/api/v1/namespaces/${ns}/configmaps`,
-    listIn: (k, labelSelector, namespace) => k.core.listNamespacedConfigMap({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.core.listNamespacedConfigMap({ namespace, ...query }),
   },
   secrets: {
     path: "/api/v1/secrets",
-    list: (k, labelSelector) => k.core.listSecretForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.core.listSecretForAllNamespaces(query),
     pathIn: (ns) => `/api/v1/namespaces/${ns}/secrets`,
-    listIn: (k, labelSelector, namespace) => k.core.listNamespacedSecret({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.core.listNamespacedSecret({ namespace, ...query }),
   },
   serviceaccounts: {
     path: "/api/v1/serviceaccounts",
-    list: (k, labelSelector) => k.core.listServiceAccountForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.core.listServiceAccountForAllNamespaces(query),
     pathIn: (ns) => `/api/v1/namespaces/${ns}/serviceaccounts`,
-    listIn: (k, labelSelector, namespace) => k.core.listNamespacedServiceAccount({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.core.listNamespacedServiceAccount({ namespace, ...query }),
   },
   roles: {
     path: "/apis/rbac.authorization.k8s.io/v1/roles",
-    list: (k, labelSelector) => k.rbac.listRoleForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.rbac.listRoleForAllNamespaces(query),
     pathIn: (ns) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`,
-    listIn: (k, labelSelector, namespace) => k.rbac.listNamespacedRole({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.rbac.listNamespacedRole({ namespace, ...query }),
   },
   networkpolicies: {
     path: "/apis/networking.k8s.io/v1/networkpolicies",
-    list: (k, labelSelector) => k.kc.makeApiClient(NetworkingV1Api).listNetworkPolicyForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.kc.makeApiClient(NetworkingV1Api).listNetworkPolicyForAllNamespaces(query),
     pathIn: (ns) => `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`,
-    listIn: (k, labelSelector, namespace) => k.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace, ...query }),
   },
   rolebindings: {
     path: "/apis/rbac.authorization.k8s.io/v1/rolebindings",
-    list: (k, labelSelector) => k.rbac.listRoleBindingForAllNamespaces({ labelSelector }),
+    list: (k, query) => k.rbac.listRoleBindingForAllNamespaces(query),
     pathIn: (ns) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`,
-    listIn: (k, labelSelector, namespace) => k.rbac.listNamespacedRoleBinding({ namespace, labelSelector }),
+    listIn: (k, query, namespace) => k.rbac.listNamespacedRoleBinding({ namespace, ...query }),
   },
 };
 /** Cluster mode watches the agent's labelled namespaces; namespaced mode polls each listed one with `get` (see pollNamespaces). */
-const NAMESPACES_SOURCE = { path: "/api/v1/namespaces", list: ((k, labelSelector) => k.core.listNamespace({ labelSelector })) as Lister };
+const NAMESPACES_SOURCE = { path: "/api/v1/namespaces", list: ((k, query) => k.core.listNamespace(query)) as Lister };
 
 /** One informer: a kind, cluster-wide (namespace undefined) or inside one namespace. */
 interface Watched {
   kind: CachedKind;
   namespace?: string;
   path: string;
-  list: () => Promise<List>;
+  list: (query: ListQuery) => Promise<List>;
 }
 
 /** What to watch: every kind cluster-wide, or every namespaced kind in each listed namespace (pure). */
@@ -108,12 +111,12 @@ export function watchPlan(kube: Kube, namespaces: readonly string[] | undefined)
   const kinds = Object.keys(SOURCES) as WatchedKind[];
   if (namespaces === undefined) {
     return [
-      { kind: "namespaces", path: NAMESPACES_SOURCE.path, list: () => NAMESPACES_SOURCE.list(kube, MANAGED_SELECTOR) },
-      ...kinds.map((kind): Watched => ({ kind, path: SOURCES[kind].path, list: () => SOURCES[kind].list(kube, MANAGED_SELECTOR) })),
+      { kind: "namespaces", path: NAMESPACES_SOURCE.path, list: (query) => NAMESPACES_SOURCE.list(kube, query) },
+      ...kinds.map((kind): Watched => ({ kind, path: SOURCES[kind].path, list: (query) => SOURCES[kind].list(kube, query) })),
     ];
   }
   return namespaces.flatMap((namespace) =>
-    kinds.map((kind): Watched => ({ kind, namespace, path: SOURCES[kind].pathIn(namespace), list: () => SOURCES[kind].listIn(kube, MANAGED_SELECTOR, namespace) })),
+    kinds.map((kind): Watched => ({ kind, namespace, path: SOURCES[kind].pathIn(namespace), list: (query) => SOURCES[kind].listIn(kube, query, namespace) })),
   );
 }
 
@@ -159,7 +162,7 @@ class BoundedWatch extends Watch {
         if (object?.code === 410) gone = true;
         else streamError ??= Object.assign(new Error(`watch ${path}: ${object?.message ?? "ERROR event"}`), { code: object?.code });
       }
-      callback(phase, object, raw);
+      callback(phase, phase === "ERROR" ? object : stripForCache(object), raw);
     };
     const controller = await super.watch(path, { ...queryParams, timeoutSeconds: seconds }, onEvent, (err) => {
       finished = true;
@@ -235,7 +238,23 @@ export function createInformers(options: InformerOptions): Informers {
   async function keepRunning({ kind, path, list }: Watched): Promise<void> {
     let listedOnce = false;
     const watch = new BoundedWatch(kube.kc, timeoutSeconds);
-    const informer = new ListWatch<KubernetesObject>(path, watch, list, false, MANAGED_SELECTOR);
+    // Page by page, each page stripped before the next is asked for. The watch starts from the
+    // first page's resourceVersion: on kube-apiserver every page is that one snapshot; a server
+    // whose later pages are newer replays what changed since through the watch.
+    const listStripped = async () => {
+      let whole: List | undefined;
+      await forEachPage(
+        (next) => list({ labelSelector: MANAGED_SELECTOR, limit: LIST_PAGE_SIZE, ...continueFrom(next) }),
+        (page) => {
+          page.items.forEach(stripForCache);
+          if (whole) whole.items.push(...page.items);
+          else whole = page;
+        },
+      );
+      if (whole?.metadata) delete whole.metadata._continue;
+      return whole!;
+    };
+    const informer = new ListWatch<KubernetesObject>(path, watch, listStripped, false, MANAGED_SELECTOR);
     informers.push({ informer, watch });
     const changed = (object: KubernetesObject) => {
       cache.upsert(kind, object);

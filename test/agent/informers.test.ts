@@ -2,7 +2,9 @@
 // ListWatch, and it is restarted with backoff until it lists; a watch cut mid-stream resumes
 // from the last resourceVersion without a relist; a watch answered 410 Gone relists, and what
 // vanished meanwhile is deleted from the cache; an in-stream error is restarted with backoff,
-// resuming where it was.
+// resuming where it was. Objects enter the cache without metadata.managedFields, from lists and
+// watch events alike. Lists are read in pages (limit + continue) and the watch starts from the
+// first page's resourceVersion.
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as k8s from "@kubernetes/client-node";
@@ -12,7 +14,9 @@ import { createInformers, type Informers } from "../../src/agent/informers.ts";
 import { createKube } from "../../src/agent/kube.ts";
 
 const pod = (name: string, rv: string) => ({
-  metadata: { name, namespace: "berth-x", uid: `uid-${name}`, resourceVersion: rv, labels: { "app.kubernetes.io/managed-by": "berth-agent", "berth.dev/deployment-id": "d1" } },
+  metadata: { name, namespace: "berth-x", uid: `uid-${name}`, resourceVersion: rv, labels: { "app.kubernetes.io/managed-by": "berth-agent", "berth.dev/deployment-id": "d1" },
+    managedFields: [{ manager: "berth-agent", operation: "Apply", apiVersion: "v1", fieldsType: "FieldsV1", fieldsV1: { "f:metadata": { "f:labels": {} } } }],
+  },
 });
 
 async function eventually<T>(what: string, fn: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
@@ -78,13 +82,17 @@ describe("informers", () => {
     });
     const warnings: Array<{ kind?: string; retryInMs?: number; error?: string }> = [];
     const changes: string[] = [];
+    const withManagedFields: string[] = [];
     informers = createInformers({
       kube: createKube(kc),
       watchTimeoutSeconds: 300,
       backoffBaseMs: 20,
       backoffCapMs: 1_000,
       logger: { warn: (_msg, data) => void warnings.push(data as { kind: string; retryInMs: number }) },
-      onChange: (kind, object) => changes.push(`${kind}/${object.metadata!.name}@${object.metadata!.resourceVersion}`),
+      onChange: (kind, object) => {
+        changes.push(`${kind}/${object.metadata!.name}@${object.metadata!.resourceVersion}`);
+        if (object.metadata?.managedFields !== undefined) withManagedFields.push(object.metadata.name!);
+      },
       onSynced: () => {},
     });
     informers.start();
@@ -105,6 +113,65 @@ describe("informers", () => {
     expect(podLists).toBe(4);
     expect(informers.cache.ofDeployment("pods", "d1").map((p) => p.metadata!.name)).toEqual(["p2"]);
     expect(changes).toEqual(["pods/p1@10", "pods/p2@11", "pods/p1@10"]);
+    // p1 came from a list, p2 from a watch event and then a relist: none kept its managedFields.
+    expect(withManagedFields).toEqual([]);
+    expect(informers.cache.get("pods", "berth-x", "p2")!.metadata).not.toHaveProperty("managedFields");
     expect([...labelSelectors]).toEqual(["app.kubernetes.io/managed-by=berth-agent"]);
+  }, 30_000);
+
+  it("lists in pages and watches from the first page's resourceVersion", async () => {
+    const pages: Array<{ limit: string | null; continue: string | null }> = [];
+    let podWatchFrom: string | undefined;
+    server = createServer((req, res) => {
+      const url = new URL(req.url!, "http://x");
+      const json = (body: object) => {
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify(body));
+      };
+      if (url.pathname !== "/api/v1/pods") {
+        if (url.searchParams.get("watch") === "true") return void (res.writeHead(200, { "Content-Type": "application/json" }), res.flushHeaders(), open.add(res));
+        return json({ metadata: { resourceVersion: "10" }, items: [] });
+      }
+      if (url.searchParams.get("watch") === "true") {
+        podWatchFrom = url.searchParams.get("resourceVersion") ?? "";
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.flushHeaders();
+        open.add(res);
+        return;
+      }
+      const token = url.searchParams.get("continue");
+      pages.push({ limit: url.searchParams.get("limit"), continue: token });
+      // Fewer than the limit per page, as a server may answer; each later page one version newer.
+      const index = token === null ? 0 : Number(token);
+      json({ metadata: { resourceVersion: String(30 + index), ...(index < 2 && { continue: String(index + 1) }) }, items: [pod(`p${index}`, String(30 + index))] });
+    });
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+    const kc = new k8s.KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "fake", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+      users: [{ name: "u" }],
+      contexts: [{ name: "fake", cluster: "fake", user: "u" }],
+      currentContext: "fake",
+    });
+    informers = createInformers({
+      kube: createKube(kc),
+      watchTimeoutSeconds: 300,
+      backoffBaseMs: 20,
+      backoffCapMs: 1_000,
+      logger: { warn: () => {} },
+      onChange: () => {},
+      onSynced: () => {},
+    });
+    informers.start();
+    await eventually("every kind synced", () => informers!.isSynced(CACHED_KINDS));
+    await eventually("the pod watch", () => podWatchFrom);
+    expect(pages).toEqual([
+      { limit: "500", continue: null },
+      { limit: "500", continue: "1" },
+      { limit: "500", continue: "2" },
+    ]);
+    expect(podWatchFrom).toBe("30");
+    expect(informers.cache.ofDeployment("pods", "d1").map((p) => p.metadata!.name).sort()).toEqual(["p0", "p1", "p2"]);
+    expect(informers.cache.get("pods", "berth-x", "p2")!.metadata).not.toHaveProperty("managedFields");
   }, 30_000);
 });

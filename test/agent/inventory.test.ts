@@ -1,7 +1,8 @@
-// computeInventory (pure): GPUs per node, free = allocatable − requests of live pods on it.
+// computeInventory (pure): GPUs per node, free = allocatable − requests of live pods on it; the
+// pods' sums taken page by page (the heartbeat's paginated list) give the same inventory.
 import type { V1Node, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { computeInventory } from "../../src/agent/inventory.ts";
+import { addGpuUse, computeInventory, inventoryFromUse } from "../../src/agent/inventory.ts";
 
 const node = (name: string, gpus: number, gpuType?: string): V1Node => ({
   metadata: { name, labels: gpuType ? { "berth.dev/gpu-type": gpuType } : {} },
@@ -26,5 +27,15 @@ describe("computeInventory", () => {
 
   it("leaves gpuType out on nodes without the label", () => {
     expect(computeInventory([node("cpu-a", 0)], []).nodes).toEqual([{ name: "cpu-a", gpuCapacity: 0, gpuAllocatable: 0, gpuFree: 0 }]);
+  });
+
+  it("sums pods page by page to what the whole list gives", () => {
+    const nodes = [node("gpu-a", 8), node("gpu-b", 8)];
+    const pods = [pod("gpu-a", 2), pod("gpu-b", 4), pod("gpu-a", 1, "Failed"), pod("gpu-a", 3), pod(undefined, 2)];
+    const used = new Map<string, number>();
+    for (let i = 0; i < pods.length; i += 2) addGpuUse(used, pods.slice(i, i + 2));
+    expect(used).toEqual(new Map([["gpu-a", 5], ["gpu-b", 4]]));
+    expect(inventoryFromUse(nodes, used)).toEqual(computeInventory(nodes, pods));
+    expect(inventoryFromUse(nodes, used).nodes.map((n) => n.gpuFree)).toEqual([3, 4]);
   });
 });
