@@ -11,6 +11,7 @@ import { ApiError, safeEncode, timestamp, type KubeObject } from "./objects.ts";
 import type { Registry } from "./registry.ts";
 import { resourceOf } from "./resources.ts";
 import type { Store } from "./store.ts";
+import { queueOwnersAndTheirPods } from "./owner-queue.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 type Dict = Record<string, any>;
@@ -48,15 +49,7 @@ export class DeploymentController {
   }
 
   start(): void {
-    this.#unsubscribe = this.store.subscribe((change) => {
-      const { object } = change;
-      if (change.resource === DEPLOYMENTS) this.#queue.add(`${object.metadata.namespace}/${object.metadata.name}`);
-      else if (change.resource === PODS) {
-        const owner = object.metadata.ownerReferences?.find((ref) => ref.controller && ref.kind === "Deployment");
-        if (owner) this.#queue.add(`${object.metadata.namespace}/${owner.name}`);
-      }
-    });
-    for (const deployment of this.store.list(DEPLOYMENTS)) this.#queue.add(`${deployment.metadata.namespace}/${deployment.metadata.name}`);
+    this.#unsubscribe = queueOwnersAndTheirPods(this.store, this.#queue, DEPLOYMENTS);
   }
 
   async #reconcile(key: string): Promise<void> {

@@ -11,6 +11,7 @@ import { ApiError, timestamp, type KubeObject } from "./objects.ts";
 import type { Registry } from "./registry.ts";
 import { resourceOf } from "./resources.ts";
 import type { Store } from "./store.ts";
+import { queueOwnersAndTheirPods } from "./owner-queue.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 type Dict = Record<string, any>;
@@ -67,15 +68,7 @@ export class JobController {
   }
 
   start(): void {
-    this.#unsubscribe = this.store.subscribe((change) => {
-      const { object } = change;
-      if (change.resource === JOBS) this.#queue.add(`${object.metadata.namespace}/${object.metadata.name}`);
-      else if (change.resource === PODS) {
-        const owner = object.metadata.ownerReferences?.find((ref) => ref.controller && ref.kind === "Job");
-        if (owner) this.#queue.add(`${object.metadata.namespace}/${owner.name}`);
-      }
-    });
-    for (const job of this.store.list(JOBS)) this.#queue.add(`${job.metadata.namespace}/${job.metadata.name}`);
+    this.#unsubscribe = queueOwnersAndTheirPods(this.store, this.#queue, JOBS);
   }
 
   async #reconcile(key: string): Promise<void> {

@@ -16,21 +16,14 @@ import { berthPrograms, type SimCluster, startSimCluster, writeKubeconfig } from
 import { API_PORT, DATABASE_SECRET, MIGRATE_JOB } from "../../k8s/manifests/bundles.ts";
 import { eventually } from "../agent/e2e-support.ts";
 import { BERTH_BIN, runBerth } from "../support/berth-process.ts";
+import { withAdmin } from "../support/databases.ts";
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, "../..");
 const ADMIN_TOKEN = "deploy-api-admin-token-0123456789";
 const IMAGE = "ghcr.io/berth/berth:0.1.0";
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: inject("postgresAdminUrl") });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
+const admin = withAdmin;
 
 describe("deploy/api on a simulated cluster", () => {
   let cluster: SimCluster;

@@ -30,7 +30,8 @@ function loadPgliteDump(): Promise<Blob> {
   return pgliteDump;
 }
 
-async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `fn` with a connection to the test server's admin database. */
+export async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: inject("postgresAdminUrl") });
   await client.connect();
   try {
