@@ -78,24 +78,39 @@ async function history(session: Session, target: string): Promise<void> {
   process.stdout.write(renderTable(["GENERATION", "ACTOR", "TIME", "CHANGE"], rows));
 }
 
+/** How often `undo` reads again when only the status moved between its read and its write. */
+const UNDO_ATTEMPTS = 5;
+
 async function undo(session: Session, target: string, toGeneration: number | undefined): Promise<void> {
   const { client } = session;
-  const read = await client.GET("/v1/deployments/{idOrName}", { params: deploymentAddress(session, target) });
-  const current = await unwrap(read);
   let generation = toGeneration;
-  if (generation === undefined) {
-    const page = await unwrap(client.GET("/v1/deployments/{idOrName}/revisions", { params: { path: { idOrName: current.id }, query: { limit: 2 } } }));
-    generation = previousGeneration(current.generation, page.items);
-    if (generation === undefined) throw new CliError(`deployment/${current.name} has no retained generation before ${current.generation} to go back to`);
-  }
-  // If-Match: undo what was read, not whatever another writer made of it since.
-  const after = await unwrap(
-    client.POST("/v1/deployments/{idOrName}/rollback", {
+  for (let attempt = 1; ; attempt++) {
+    const read = await client.GET("/v1/deployments/{idOrName}", { params: deploymentAddress(session, target) });
+    const current = await unwrap(read);
+    if (generation === undefined) {
+      const page = await unwrap(client.GET("/v1/deployments/{idOrName}/revisions", { params: { path: { idOrName: current.id }, query: { limit: 2 } } }));
+      generation = previousGeneration(current.generation, page.items);
+      if (generation === undefined) throw new CliError(`deployment/${current.name} has no retained generation before ${current.generation} to go back to`);
+    }
+    // If-Match: undo what was read, not whatever another writer made of it since. The ETag
+    // also moves when the agent writes status; a 412 with the spec's generation unchanged is
+    // only that, so read again and retry (a changed generation is another writer: fail).
+    const answer = await client.POST("/v1/deployments/{idOrName}/rollback", {
       params: { path: { idOrName: current.id }, header: { "if-match": etagOf(read.response) } },
       body: { generation },
-    }),
-  );
+    });
+    if (answer.response.status === 412 && attempt < UNDO_ATTEMPTS) {
+      const now = await unwrap(client.GET("/v1/deployments/{idOrName}", { params: { path: { idOrName: current.id } } }));
+      if (now.generation === current.generation) continue;
+    }
+    const after = await unwrap(answer);
+    report(session, after, current.generation, generation);
+    return;
+  }
+}
+
+function report(session: Session, after: { name: string; generation: number }, readGeneration: number, generation: number): void {
   if (session.output !== "table") session.printBody(after);
-  if (after.generation === current.generation) session.say(`deployment/${after.name} unchanged (generation ${generation} has the current spec)`);
+  if (after.generation === readGeneration) session.say(`deployment/${after.name} unchanged (generation ${generation} has the current spec)`);
   else session.say(`deployment/${after.name} rolled back to generation ${generation} (now generation ${after.generation})`);
 }
