@@ -8,7 +8,7 @@
 // dead connection cannot freeze the cache. A kind counts as synced once its first list landed;
 // it stays synced while restarting (the cache keeps what it last saw, as client-go's HasSynced).
 import { sleepUnlessAborted } from "./abortable.ts";
-import { type KubernetesListObject, type KubernetesObject, ListWatch, NetworkingV1Api, Watch } from "@kubernetes/client-node";
+import { type KubernetesListObject, type KubernetesObject, ListWatch, Watch } from "@kubernetes/client-node";
 import { LABELS, MANAGED_BY } from "../../k8s/render/index.ts";
 import { CACHED_KINDS, type CachedKind, ClusterCache } from "./cluster-cache.ts";
 import { type Kube, statusCodeOf } from "./kube.ts";
@@ -84,9 +84,9 @@ const SOURCES: Record<WatchedKind, Source> = {
   },
   networkpolicies: {
     path: "/apis/networking.k8s.io/v1/networkpolicies",
-    list: (k, query) => k.kc.makeApiClient(NetworkingV1Api).listNetworkPolicyForAllNamespaces(query),
+    list: (k, query) => k.networking.listNetworkPolicyForAllNamespaces(query),
     pathIn: (ns) => `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`,
-    listIn: (k, query, namespace) => k.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace, ...query }),
+    listIn: (k, query, namespace) => k.networking.listNamespacedNetworkPolicy({ namespace, ...query }),
   },
   rolebindings: {
     path: "/apis/rbac.authorization.k8s.io/v1/rolebindings",

@@ -1,5 +1,5 @@
 // The Kubernetes clients the agent uses, built once from a KubeConfig at the entry point.
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig, KubernetesObjectApi, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig, KubernetesObjectApi, NetworkingV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 
 export interface Kube {
   /** The configuration the clients were built from: informers make their own watches from it. */
@@ -9,6 +9,8 @@ export interface Kube {
   apps: AppsV1Api;
   /** External routers' discovery Role and RoleBinding. */
   rbac: RbacAuthorizationV1Api;
+  /** Project namespaces' NetworkPolicies. */
+  networking: NetworkingV1Api;
   /** The leader election Lease (`berth agent --leader-elect`). */
   coordination: CoordinationV1Api;
   objects: KubernetesObjectApi;
@@ -20,6 +22,7 @@ export function createKube(kc: KubeConfig): Kube {
     core: kc.makeApiClient(CoreV1Api),
     apps: kc.makeApiClient(AppsV1Api),
     rbac: kc.makeApiClient(RbacAuthorizationV1Api),
+    networking: kc.makeApiClient(NetworkingV1Api),
     coordination: kc.makeApiClient(CoordinationV1Api),
     objects: KubernetesObjectApi.makeApiClient(kc),
   };

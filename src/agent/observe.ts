@@ -4,7 +4,7 @@
 // empty), kept as the reference the cache is checked against and as the benchmark's baseline.
 // Router pods (owned by the router Deployment, labelled berth.dev/component=router) are kept
 // apart from engine pods: the planner never creates or deletes them one by one.
-import { NetworkingV1Api, type V1NetworkPolicy } from "@kubernetes/client-node";
+import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import type {
   V1ConfigMap,
   V1PersistentVolumeClaim,
@@ -84,7 +84,7 @@ export async function observeDeployment(kube: Kube, namespace: string, deploymen
   }
   const q = { namespace, labelSelector: selectorOf(deploymentId) };
   const none = Promise.resolve({ items: [] });
-  const policies = await kube.kc.makeApiClient(NetworkingV1Api).listNamespacedNetworkPolicy({ namespace, labelSelector: `${LABELS.managedBy}=${MANAGED_BY}` });
+  const policies = await kube.networking.listNamespacedNetworkPolicy({ namespace, labelSelector: `${LABELS.managedBy}=${MANAGED_BY}` });
   const [pods, services, claims, deployments, configMaps, secrets, serviceAccounts, roles, roleBindings] = await Promise.all([
     kube.core.listNamespacedPod(q),
     kube.core.listNamespacedService(q),
