@@ -7,6 +7,7 @@ import {
   bigint,
   bigserial,
   boolean,
+  doublePrecision,
   index,
   integer,
   json,
@@ -376,4 +377,17 @@ export const webhookAttempts = pgTable(
 export const webhookFanoutCursor = pgTable("webhook_fanout_cursor", {
   id: integer("id").primaryKey(),
   lastSeq: bigint("last_seq", { mode: "number" }).notNull(),
+});
+
+/**
+ * Request rate-limit buckets (docs/design.md §14.2), shared by every API instance: one row per
+ * API key, agent credential or client address, taken from by one upsert per request. Rows
+ * idle for longer than a window are full again and are deleted by housekeeping.
+ */
+export const rateLimitBuckets = pgTable("rate_limit_buckets", {
+  bucket: text("bucket").primaryKey(),
+  tokens: doublePrecision("tokens").notNull(),
+  updatedAtMs: bigint("updated_at_ms", { mode: "number" }).notNull(),
+  /** Whether the latest take found a token (returned by the same statement). */
+  allowed: boolean("allowed").notNull(),
 });

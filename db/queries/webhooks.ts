@@ -1,6 +1,6 @@
 // SQL for webhook endpoints: plain CRUD, keyset-paged lists, and the health writes of the
 // dispatcher (failing since, disabled).
-import { and, eq, sql, type SQL } from "drizzle-orm";
+import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { events, nextResourceVersion, webhookEndpoints } from "../schema.ts";
 import { afterCursor, keysetOrder, type PageCursor } from "./pagination.ts";
@@ -111,4 +111,23 @@ export async function setWebhookEndpointFailing(db: Db, id: string, failingSince
 export async function deleteWebhookEndpoint(db: Db, id: string): Promise<boolean> {
   const rows = await db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, id)).returning({ id: webhookEndpoints.id });
   return rows.length > 0;
+}
+
+/** Arbitrary, fixed: the first key of the advisory locks that serialise endpoint creation per project. */
+const ENDPOINT_CAP_LOCK = 7266;
+
+/**
+ * Inside a transaction: serialises endpoint creation in one project (null: the installation-wide
+ * endpoints), so the count read next stays true until the insert commits.
+ */
+export async function lockWebhookEndpointCreation(db: Db, projectId: string | null): Promise<void> {
+  await db.execute(sql`select pg_advisory_xact_lock(${ENDPOINT_CAP_LOCK}, hashtext(${projectId ?? ""}))`);
+}
+
+export async function countWebhookEndpoints(db: Db, projectId: string | null): Promise<number> {
+  const [row] = await db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(webhookEndpoints)
+    .where(projectId === null ? isNull(webhookEndpoints.projectId) : eq(webhookEndpoints.projectId, projectId));
+  return Number(row!.n);
 }

@@ -3,6 +3,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { requestSignal, serviceContext, type AppEnv } from "../../src/api/env.ts";
+import { holdSlot } from "../../src/api/rate-limit.ts";
 import { AUTH_PROBLEMS, BODY_PROBLEMS, bearerSecurity, jsonBody, jsonContent, problems } from "../../src/api/route-kit.ts";
 import { AgentEvent, Cluster, DesiredState, Heartbeat } from "../../src/domain/cluster.ts";
 import { confirmDeletion } from "../../src/services/agent/confirm-deletion.ts";
@@ -47,8 +48,13 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
     }),
     async (c) => {
       const { since, waitSeconds } = c.req.valid("query");
-      const state = await getDesiredState({ ctx: serviceContext(c), input: { since, waitSeconds, signal: requestSignal(c) } });
-      return c.json(state, 200);
+      const release = holdSlot(c, "long-poll");
+      try {
+        const state = await getDesiredState({ ctx: serviceContext(c), input: { since, waitSeconds, signal: requestSignal(c) } });
+        return c.json(state, 200);
+      } finally {
+        release();
+      }
     },
   );
   app.openapi(

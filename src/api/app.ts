@@ -19,6 +19,8 @@ import { registerWebhookRoutes } from "../../routes/webhooks/index.ts";
 import { zodIssuesToFieldErrors } from "../domain/deployment-spec.ts";
 import { InvalidRequest, NotFound } from "../domain/errors.ts";
 import { PrincipalCache } from "../services/auth/principal-cache.ts";
+import { OpenSlots } from "../services/rate-limits/open-slots.ts";
+import { RequestLimiter } from "../services/rate-limits/request-limiter.ts";
 import { requireBearer } from "./auth.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
 import { registerApiReference, type DocsAssets } from "./docs.ts";
@@ -38,7 +40,12 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   const { metrics, docsAssets, ...given } = options;
-  const deps: AppDeps = { ...given, principals: new PrincipalCache(given.config.authCacheSeconds * 1000) };
+  const deps: AppDeps = {
+    ...given,
+    principals: new PrincipalCache(given.config.authCacheSeconds * 1000),
+    limiter: new RequestLimiter(given.config.rateLimits),
+    openSlots: new OpenSlots(),
+  };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: throwValidationProblem });
 
   app.use("*", async (c, next) => {
@@ -93,6 +100,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     if (problem.status === 412 && typeof problem.currentETag === "string") headers.ETag = problem.currentETag;
     if (problem.status === 401) headers["WWW-Authenticate"] = 'Bearer realm="berth"';
     if (problem.status === 503) headers["Retry-After"] = "1";
+    if (problem.status === 429 && typeof problem.retryAfterSeconds === "number") headers["Retry-After"] = String(problem.retryAfterSeconds);
     return problemResponse(c, problem, headers);
   });
   return app;

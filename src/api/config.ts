@@ -1,9 +1,14 @@
 // Configuration is parsed once, at start, from the environment; a bad value stops
 // start-up with a message naming the variable. Nothing reads process.env later.
 import { z } from "zod";
+import { parseCidrList } from "../domain/client-address.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from "../domain/webhook-retry.ts";
+import { DEFAULT_RATE_LIMITS } from "../services/rate-limits/config.ts";
 
 const DRIVERS = ["pglite", "postgres", "neon"] as const;
+
+/** A whole number of requests, streams or endpoints, with its default (docs/design.md §14.2). */
+const count = (min: number, fallback: number, max = 1_000_000) => z.coerce.number().int().min(min).max(max).default(fallback);
 
 export const Config = z
   .object({
@@ -38,6 +43,31 @@ export const Config = z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
       .default("true")
       .transform((value) => value === "true" || value === "1"),
+    BERTH_RATE_LIMIT: z
+      .enum(["true", "false", "1", "0"], { error: "must be true or false" })
+      .default("true")
+      .transform((value) => value === "true" || value === "1"),
+    BERTH_RATE_LIMIT_WINDOW_SECONDS: count(1, DEFAULT_RATE_LIMITS.windowSeconds, 86_400),
+    BERTH_RATE_LIMIT_VIEWER: count(1, DEFAULT_RATE_LIMITS.quotas.viewer),
+    BERTH_RATE_LIMIT_EDITOR: count(1, DEFAULT_RATE_LIMITS.quotas.editor),
+    BERTH_RATE_LIMIT_ADMIN: count(1, DEFAULT_RATE_LIMITS.quotas.admin),
+    BERTH_RATE_LIMIT_AGENT: count(1, DEFAULT_RATE_LIMITS.quotas.agent),
+    BERTH_RATE_LIMIT_ADDRESS: count(1, DEFAULT_RATE_LIMITS.quotas.address),
+    BERTH_RATE_LIMIT_FAILED_AUTH_CACHE_SECONDS: count(0, DEFAULT_RATE_LIMITS.failedAuthCacheSeconds, 300),
+    BERTH_RATE_LIMIT_STREAMS_PER_KEY: count(0, DEFAULT_RATE_LIMITS.streamsPerKey),
+    BERTH_RATE_LIMIT_LONG_POLLS_PER_KEY: count(0, DEFAULT_RATE_LIMITS.longPollsPerKey),
+    BERTH_RATE_LIMIT_WEBHOOKS_PER_PROJECT: count(1, DEFAULT_RATE_LIMITS.webhooksPerProject),
+    BERTH_TRUSTED_PROXIES: z
+      .string()
+      .default("")
+      .transform((text, ctx) => {
+        try {
+          return parseCidrList(text);
+        } catch (error) {
+          ctx.addIssue({ code: "custom", message: `comma-separated CIDRs: ${(error as Error).message}` });
+          return z.NEVER;
+        }
+      }),
   })
   .transform((env) => ({
     port: env.PORT,
@@ -51,6 +81,22 @@ export const Config = z
     webhookRetrySchedule: env.BERTH_WEBHOOK_RETRY_SCHEDULE ?? [...DEFAULT_RETRY_SCHEDULE_SECONDS],
     webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE,
     migrateOnStart: env.BERTH_MIGRATE,
+    rateLimits: {
+      enabled: env.BERTH_RATE_LIMIT,
+      windowSeconds: env.BERTH_RATE_LIMIT_WINDOW_SECONDS,
+      quotas: {
+        viewer: env.BERTH_RATE_LIMIT_VIEWER,
+        editor: env.BERTH_RATE_LIMIT_EDITOR,
+        admin: env.BERTH_RATE_LIMIT_ADMIN,
+        agent: env.BERTH_RATE_LIMIT_AGENT,
+        address: env.BERTH_RATE_LIMIT_ADDRESS,
+      },
+      failedAuthCacheSeconds: env.BERTH_RATE_LIMIT_FAILED_AUTH_CACHE_SECONDS,
+      streamsPerKey: env.BERTH_RATE_LIMIT_STREAMS_PER_KEY,
+      longPollsPerKey: env.BERTH_RATE_LIMIT_LONG_POLLS_PER_KEY,
+      webhooksPerProject: env.BERTH_RATE_LIMIT_WEBHOOKS_PER_PROJECT,
+      trustedProxies: env.BERTH_TRUSTED_PROXIES,
+    },
   }));
 
 export type Config = z.output<typeof Config>;

@@ -5,6 +5,8 @@ import type { Db } from "../../db/client.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { PrincipalCache } from "../services/auth/principal-cache.ts";
+import type { OpenSlots } from "../services/rate-limits/open-slots.ts";
+import type { RequestLimiter } from "../services/rate-limits/request-limiter.ts";
 import type { AppConfig, ServiceContext, SystemContext } from "../services/context.ts";
 import type { WebhookTransport } from "../services/webhooks/transport.ts";
 
@@ -27,6 +29,12 @@ export interface AppDeps {
   webhookTransport?: WebhookTransport;
   /** Aborted when this instance begins to stop: long-polls answer at once instead of holding the close. */
   shutdown?: AbortSignal;
+  /** The socket's peer address, from the runtime's connection info (absent or undefined: unknown). */
+  peerAddress?: (c: Context<AppEnv>) => string | undefined;
+  /** Request rate limits (built by createApp). */
+  limiter?: RequestLimiter;
+  /** This instance's open streams and long-polls per key (built by createApp). */
+  openSlots?: OpenSlots;
 }
 
 export type AppEnv = {

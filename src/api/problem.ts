@@ -16,11 +16,14 @@ const STATUS_BY_KIND: Record<string, { status: number; title: string }> = {
   "not-found": { status: 404, title: "Not found" },
   conflict: { status: 409, title: "Conflict" },
   "idempotency-key-in-flight": { status: 409, title: "A request with this Idempotency-Key is still running" },
+  "limit-reached": { status: 409, title: "A configured limit on how many may exist is reached" },
   "precondition-failed": { status: 412, title: "The resource changed (If-Match does not match)" },
   "payload-too-large": { status: 413, title: "The request body is too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   "invalid-spec": { status: 422, title: "The deployment spec was not admitted" },
   "idempotency-key-reused": { status: 422, title: "Idempotency-Key reused with a different request" },
+  "rate-limited": { status: 429, title: "Too many requests" },
+  "too-many-open": { status: 429, title: "Too many open streams or long-polls" },
   unavailable: { status: 503, title: "Service unavailable" },
 };
 

@@ -57,6 +57,8 @@ async function main(): Promise<void> {
     notify: (text) => Deno.stderr.writeSync(new TextEncoder().encode(text)),
     makeDirectory: (path) => Deno.mkdir(path, { recursive: true }),
     webhookTransport: nodeWebhookTransport,
+    // Deno.serve passes its ServeHandlerInfo as the second argument of fetch, which Hono keeps as c.env.
+    peerAddress: (c) => (c.env as { remoteAddr?: { hostname?: string } } | undefined)?.remoteAddr?.hostname,
   });
   // The dispatcher loop runs while this process lives; Deno.cron also runs a pass every
   // minute where isolates sleep between requests (Deno Deploy). Passes may overlap safely.

@@ -2,6 +2,7 @@
 // @hono/node-server, pino logs, the docs bundle read from node_modules and the pinning
 // webhook transport.
 import { serve, type ServerType } from "@hono/node-server";
+import { getConnInfo } from "@hono/node-server/conninfo";
 import { mkdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -49,6 +50,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     notify: (text) => process.stderr.write(text),
     makeDirectory,
     webhookTransport: nodeWebhookTransport,
+    peerAddress: (c) => getConnInfo(c).remote.address,
   });
   let server: ServerType;
   try {

@@ -3,8 +3,9 @@
 // with Last-Event-ID), and a comment line keeps idle connections alive. Polling works
 // the same on every driver and runtime; the poll interval bounds the delay.
 import type { Context } from "hono";
-import { streamSSE } from "hono/streaming";
+import { streamSSE, type SSEStreamingApi } from "hono/streaming";
 import type { AppEnv } from "./env.ts";
+import { holdSlot } from "./rate-limit.ts";
 
 export interface StreamItem {
   id: number;
@@ -29,7 +30,9 @@ export function resumePoint(c: Context<AppEnv>, fromQuery: number | undefined): 
 
 export function streamPolled(c: Context<AppEnv>, source: PolledStream): Response {
   const { config, logger, shutdown } = c.get("deps");
-  return streamSSE(c, async (stream) => {
+  // Over the key's cap of open streams: 429 before anything is sent.
+  const release = holdSlot(c, "stream");
+  return streamSSE(c, releasingSlot(release, async (stream) => {
     let after = source.after;
     let aborted = false;
     stream.onAbort(() => {
@@ -61,5 +64,17 @@ export function streamPolled(c: Context<AppEnv>, source: PolledStream): Response
       }
       await stream.sleep(config.streamPollMs);
     }
-  });
+  }));
+}
+
+/** The slot is freed the moment the client goes (not after the next poll) and however the stream ends. */
+function releasingSlot(release: () => void, run: (stream: SSEStreamingApi) => Promise<void>) {
+  return async (stream: SSEStreamingApi) => {
+    stream.onAbort(release);
+    try {
+      await run(stream);
+    } finally {
+      release();
+    }
+  };
 }

@@ -15,7 +15,7 @@ import type { WebhookTransport } from "../services/webhooks/transport.ts";
 import { createApp } from "./app.ts";
 import type { Config } from "./config.ts";
 import type { DocsAssets } from "./docs.ts";
-import type { Logger } from "./env.ts";
+import type { AppDeps, Logger } from "./env.ts";
 import { startWebhookDispatcher } from "./webhook-dispatcher.ts";
 
 export interface EntryRuntime {
@@ -27,6 +27,8 @@ export interface EntryRuntime {
   makeDirectory(path: string): Promise<void>;
   /** Resolves webhook hosts and connects to the checked address (absent: plain fetch, no pinning). */
   webhookTransport?: WebhookTransport;
+  /** The socket's peer address, from the runtime's connection info (rate limits per client address). */
+  peerAddress?: AppDeps["peerAddress"];
 }
 
 export async function openDatabase(config: Config, makeDirectory: EntryRuntime["makeDirectory"]): Promise<Database> {
@@ -64,6 +66,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
       retryScheduleSeconds: config.webhookRetrySchedule,
       allowPrivateAddresses: config.webhookAllowPrivate,
     },
+    rateLimits: config.rateLimits,
   };
   const ctx = { db: database.db, clock: systemClock, config: appConfig, webhookTransport: runtime.webhookTransport };
   const { adminToken } = await bootstrapInstallation({ ctx });
@@ -85,6 +88,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     shutdown: shutdown.signal,
     logger: runtime.logger,
     checkDatabase: () => database.ping(),
+    peerAddress: runtime.peerAddress,
     metrics: { middleware: registerMetrics, handler: printMetrics },
     docsAssets: runtime.docsAssets,
   });

@@ -105,3 +105,27 @@ export class IdempotencyInFlight extends DomainError {
 export class ServiceUnavailable extends DomainError {
   readonly kind = "unavailable";
 }
+
+/** A request rate limit is used up: the problem names the policy and when to retry (429). */
+export class RateLimited extends DomainError {
+  readonly kind = "rate-limited";
+  constructor(message: string, readonly policy: string, readonly limit: number, readonly windowSeconds: number, readonly retryAfterSeconds: number) {
+    super(message, { policy, limit, windowSeconds, retryAfterSeconds });
+  }
+}
+
+/** Too many streams or long-polls of one key are open at once (429). */
+export class TooManyOpen extends DomainError {
+  readonly kind = "too-many-open";
+  constructor(message: string, readonly open: number, readonly limit: number, readonly retryAfterSeconds: number) {
+    super(message, { open, limit, retryAfterSeconds });
+  }
+}
+
+/** Creating one more would pass a configured cap on how many may exist (409). */
+export class LimitReached extends DomainError {
+  readonly kind = "limit-reached";
+  constructor(message: string, readonly count: number, readonly limit: number) {
+    super(message, { count, limit });
+  }
+}

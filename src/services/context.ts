@@ -5,6 +5,7 @@ import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../domain/webhook-retry.ts";
 import type { PrincipalCache } from "./auth/principal-cache.ts";
+import { DEFAULT_RATE_LIMITS, type RateLimitConfig } from "./rate-limits/config.ts";
 import type { WebhookTransport } from "./webhooks/transport.ts";
 
 export interface ServiceContext {
@@ -36,6 +37,8 @@ export interface AppConfig {
   /** After this long without an event, a stream sends a comment so proxies keep it open. */
   streamHeartbeatMs: number;
   webhooks: WebhookConfig;
+  /** Request rate limits and caps on streams, long-polls and webhook endpoints (docs/design.md §14.2). */
+  rateLimits: RateLimitConfig;
 }
 
 /** Webhook delivery (docs/design.md §10). */
@@ -77,4 +80,5 @@ export const DEFAULT_APP_CONFIG: AppConfig = {
     endpointConcurrency: 4,
     fanoutBatch: 500,
   },
+  rateLimits: DEFAULT_RATE_LIMITS,
 };

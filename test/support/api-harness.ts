@@ -2,7 +2,7 @@
 // a clock the test can move and helpers for the usual set-up (projects, keys).
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { createApp } from "../../src/api/app.ts";
-import type { AppEnv, Logger } from "../../src/api/env.ts";
+import type { AppDeps, AppEnv, Logger } from "../../src/api/env.ts";
 import { bootstrapInstallation } from "../../src/services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../../src/services/context.ts";
 import type { WebhookTransport } from "../../src/services/webhooks/transport.ts";
@@ -57,6 +57,8 @@ export interface TestApiOptions {
   /** Start the clock here (webhook tests start at the real time: receivers check signature timestamps). */
   clock?: TestClock;
   webhookTransport?: WebhookTransport;
+  /** The peer address the app sees (app.request has no socket); absent = unknown. */
+  peerAddress?: AppDeps["peerAddress"];
 }
 
 export async function createTestApi(driver: TestDriver, config: Partial<AppConfig> = {}, options: TestApiOptions = {}): Promise<TestApi> {
@@ -71,6 +73,7 @@ export async function createTestApi(driver: TestDriver, config: Partial<AppConfi
     logger: silentLogger,
     checkDatabase: () => database.ping(),
     webhookTransport: options.webhookTransport,
+    peerAddress: options.peerAddress,
   });
 
   const call: TestApi["call"] = async (method, path, options = {}) => {

@@ -8,18 +8,23 @@ import type { Principal } from "../../domain/principal.ts";
 import type { SystemContext } from "../context.ts";
 
 export const ADMIN_TOKEN_KEY_ID = "admin-token";
+export const UNKNOWN_KEY = "The API key is unknown or revoked.";
+
+/** The token of an `Authorization: Bearer <token>` header, or undefined when there is none. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
+}
 
 export async function authenticate({ ctx, input }: { ctx: SystemContext; input: { authorization?: string } }): Promise<Principal> {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(input.authorization ?? "");
-  if (!match) {
+  const token = bearerToken(input.authorization);
+  if (!token) {
     throw new Unauthorized("Send an API key as 'Authorization: Bearer <key>'.");
   }
-  const token = match[1]!;
   const now = ctx.clock.now();
   const cached = ctx.principals?.get(token, now);
   if (cached) return cached;
   const principal = await lookUpPrincipal(ctx, token);
-  if (!principal) throw new Unauthorized("The API key is unknown or revoked.");
+  if (!principal) throw new Unauthorized(UNKNOWN_KEY);
   ctx.principals?.set(token, principal, now);
   return principal;
 }

@@ -2,8 +2,8 @@
 // project; an installation admin names one or, omitting it, creates an installation-wide
 // endpoint that receives every project's events. Creating sends nothing.
 import { findProjectById } from "../../../db/queries/projects.ts";
-import { insertWebhookEndpoint } from "../../../db/queries/webhooks.ts";
-import { Forbidden, InvalidSpec } from "../../domain/errors.ts";
+import { countWebhookEndpoints, insertWebhookEndpoint, lockWebhookEndpointCreation } from "../../../db/queries/webhooks.ts";
+import { Forbidden, InvalidSpec, LimitReached } from "../../domain/errors.ts";
 import { newId } from "../../domain/ids.ts";
 import { requireUser } from "../../domain/principal.ts";
 import { newWebhookSecret, type WebhookCreate, type WebhookWithSecret } from "../../domain/webhooks.ts";
@@ -25,20 +25,34 @@ export async function createWebhook({ ctx, input }: { ctx: ServiceContext; input
   const url = await admitWebhookUrl(ctx, input.url);
   const now = ctx.clock.now();
   const secret = newWebhookSecret();
-  const row = await insertWebhookEndpoint(ctx.db, {
-    id: newId("webhook"),
-    projectId,
-    url,
-    eventTypes: [...new Set(input.eventTypes)],
-    description: input.description,
-    enabled: input.enabled,
-    disabledReason: input.enabled ? null : "user",
-    secret,
-    previousSecret: null,
-    previousSecretExpiresAt: null,
-    failingSince: null,
-    createdAt: now,
-    updatedAt: now,
+  const cap = ctx.config.rateLimits.webhooksPerProject;
+  const row = await ctx.db.transaction(async (tx) => {
+    // Counted under a lock held to commit, so racing creates cannot pass the cap together.
+    await lockWebhookEndpointCreation(tx, projectId);
+    const existing = await countWebhookEndpoints(tx, projectId);
+    if (existing >= cap) {
+      const where = projectId === null ? "installation-wide" : `in project "${projectId}"`;
+      throw new LimitReached(
+        `There are already ${existing} webhook endpoints ${where}, the cap (${cap}, BERTH_RATE_LIMIT_WEBHOOKS_PER_PROJECT); delete one or reuse one for more event types.`,
+        existing,
+        cap,
+      );
+    }
+    return insertWebhookEndpoint(tx, {
+      id: newId("webhook"),
+      projectId,
+      url,
+      eventTypes: [...new Set(input.eventTypes)],
+      description: input.description,
+      enabled: input.enabled,
+      disabledReason: input.enabled ? null : "user",
+      secret,
+      previousSecret: null,
+      previousSecretExpiresAt: null,
+      failingSince: null,
+      createdAt: now,
+      updatedAt: now,
+    });
   });
   return { ...toWebhook(row, now), secret };
 }
