@@ -9,6 +9,7 @@ import { DEFAULT_RATE_LIMITS, type RateLimitConfig } from "../../src/services/ra
 import { RequestLimiter } from "../../src/services/rate-limits/request-limiter.ts";
 import type { WebhookTransport } from "../../src/services/webhooks/transport.ts";
 import { ADMIN_TOKEN, createTestApi, silentLogger, type TestApi } from "../support/api-harness.ts";
+import { startBerthServer, type BerthServer } from "../support/berth-process.ts";
 import { openTestDatabase } from "../support/databases.ts";
 import { readSse } from "../support/sse.ts";
 
@@ -261,5 +262,31 @@ describe("the limiter's own memory", () => {
     expect(limiter.recentlyFailed("bp_bad", new Date(9_999))).toBe(true);
     expect(limiter.recentlyFailed("bp_bad", new Date(10_000))).toBe(false);
     expect(limiter.recentlyFailed("bp_other", new Date(0))).toBe(false);
+  });
+});
+
+describe("the Node entry on a real socket", () => {
+  let server: BerthServer;
+  beforeAll(async () => {
+    server = await startBerthServer({ BERTH_RATE_LIMIT_ADDRESS: "2", BERTH_TRUSTED_PROXIES: "127.0.0.1/32" });
+  }, 90_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  const get = (headers: Record<string, string>) => fetch(`${server.url}/v1/projects`, { headers });
+
+  it("believes X-Forwarded-For only from the trusted loopback peer, and limits per forwarded address", async () => {
+    const first = await get({ "X-Forwarded-For": "198.51.100.20" });
+    expect(first.status).toBe(401);
+    expect(first.headers.get("RateLimit")).toBe('"address";r=1;t=30');
+    expect((await get({ "X-Forwarded-For": "198.51.100.20" })).status).toBe(401);
+    const refused = await get({ "X-Forwarded-For": "198.51.100.20" });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
+    expect((await get({ "X-Forwarded-For": "198.51.100.21" })).status).toBe(401);
+    const keyed = await get({ Authorization: `Bearer ${server.adminToken}`, "X-Forwarded-For": "198.51.100.20" });
+    expect(keyed.status).toBe(200);
+    expect(keyed.headers.get("RateLimit-Policy")).toBe('"admin";q=2400;w=60');
   });
 });
