@@ -76,8 +76,11 @@ async function call(base: string, token: string, method: string, path: string, b
 
 /** A deployment to read, a key that never runs dry and a key with a bucket of one. */
 async function seed(base: string): Promise<{ path: string; plenty: string; scarce: string }> {
+  const projects = await call(base, ADMIN_TOKEN, "GET", "/v1/projects");
+  const projectId = projects.items.find((p: { name: string }) => p.name === "default").id;
   const deployment = await call(base, ADMIN_TOKEN, "POST", "/v1/deployments", {
     name: "bench-read",
+    projectId,
     spec: {
       model: { name: "Qwen/Qwen3-8B" },
       engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" },
