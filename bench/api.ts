@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import { startPostgresServer, type PostgresServer } from "../test/support/postgres-server.ts";
+import { call, stopChild } from "./support/api-process.ts";
 import { printTable as printRows } from "./support/table.ts";
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
@@ -172,31 +173,11 @@ async function startServers(databaseUrl: string): Promise<{ child: ChildProcess;
   return { child, api, bare };
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 // ---------------------------------------------------------------- fixtures
 
 interface Fixture {
   token: string;
   deploymentIds: string[];
-}
-
-async function call(base: string, token: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} → ${res.status}: ${text}`);
-  return JSON.parse(text);
 }
 
 function deploymentBody(name: string) {

@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import { startPostgresServer } from "../test/support/postgres-server.ts";
+import { call, stopChild } from "./support/api-process.ts";
 import { printTable } from "./support/table.ts";
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 6);
@@ -52,26 +53,6 @@ async function startApi(env: Record<string, string>): Promise<{ child: ChildProc
     child.once("exit", (code) => reject(new Error(`bench server exited (${code}):\n${stderr}`)));
   });
   return { child, url: (JSON.parse(first) as { api: string }).api };
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-async function call(base: string, token: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} → ${res.status}: ${text}`);
-  return JSON.parse(text);
 }
 
 /** A deployment to read, a key that never runs dry and a key with a bucket of one. */

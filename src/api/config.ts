@@ -7,6 +7,9 @@ import { DEFAULT_RATE_LIMITS } from "../services/rate-limits/config.ts";
 
 const DRIVERS = ["pglite", "postgres", "neon"] as const;
 
+/** A switch: true/false or 1/0. */
+const flag = (fallback: "true" | "false") =>
+  z.enum(["true", "false", "1", "0"], { error: "must be true or false" }).default(fallback).transform((value) => value === "true" || value === "1");
 /** A whole number of requests, streams or endpoints, with its default (docs/design.md §14.2). */
 const count = (min: number, fallback: number, max = 1_000_000) => z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -43,10 +46,7 @@ export const Config = z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
       .default("true")
       .transform((value) => value === "true" || value === "1"),
-    BERTH_RATE_LIMIT: z
-      .enum(["true", "false", "1", "0"], { error: "must be true or false" })
-      .default("true")
-      .transform((value) => value === "true" || value === "1"),
+    BERTH_RATE_LIMIT: flag("true"),
     BERTH_RATE_LIMIT_WINDOW_SECONDS: count(1, DEFAULT_RATE_LIMITS.windowSeconds, 86_400),
     BERTH_RATE_LIMIT_VIEWER: count(1, DEFAULT_RATE_LIMITS.quotas.viewer),
     BERTH_RATE_LIMIT_EDITOR: count(1, DEFAULT_RATE_LIMITS.quotas.editor),
