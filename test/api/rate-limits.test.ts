@@ -10,7 +10,7 @@ import { RequestLimiter } from "../../src/services/rate-limits/request-limiter.t
 import type { WebhookTransport } from "../../src/services/webhooks/transport.ts";
 import { ADMIN_TOKEN, createTestApi, silentLogger, type TestApi } from "../support/api-harness.ts";
 import { startBerthServer, type BerthServer } from "../support/berth-process.ts";
-import { openTestDatabase } from "../support/databases.ts";
+import { DRIVERS, openTestDatabase } from "../support/databases.ts";
 import { readSse } from "../support/sse.ts";
 
 // One token per 12 s for a viewer (5 a minute), so the clock decides every refill.
@@ -32,7 +32,7 @@ const offlineTransport: WebhookTransport = {
 /** Every in-process request comes through one trusted proxy; X-Forwarded-For says who the client is. */
 const PROXY = "10.0.0.1";
 
-describe.each(["pglite", "postgres"] as const)("rate limits on %s", (driver) => {
+describe.each(DRIVERS)("rate limits on %s", (driver) => {
   let api: TestApi;
   let project: string;
 
