@@ -31,6 +31,12 @@ export interface KnownIds {
   field(name: string): string[];
 }
 
+/**
+ * Tokens only the server hands out (a page cursor, an ETag) or that change what a request means (a
+ * replay key): a random one is refused or replays, so a valid request carries one only 1 in 4 times.
+ */
+const OPAQUE = new Set(["cursor", "if-match", "idempotency-key"]);
+
 /** Values that break a field of any type, chosen to cross the bounds schemas commonly declare. */
 const WRONG_TYPES: unknown[] = [null, true, 0, -1, 1.5, "", "x", "1", [], [1], {}, { a: 1 }];
 const OUT_OF_BOUNDS: unknown[] = [
@@ -83,7 +89,14 @@ function valueAt(root: Json, at: Path): Json {
 }
 
 /** The valid-request arbitrary of one operation. */
-export function validRequest(doc: OpenApiDocument, op: Operation, knownIds: KnownIds, callers: fc.Arbitrary<Caller>): fc.Arbitrary<FuzzRequest> {
+export function validRequest(
+  doc: OpenApiDocument,
+  op: Operation,
+  knownIds: KnownIds,
+  callers: fc.Arbitrary<Caller>,
+  /** Bodies known to be admitted, mixed in with the generated ones (the schema cannot say everything the server checks). */
+  admitted?: fc.Arbitrary<unknown>,
+): fc.Arbitrary<FuzzRequest> {
   const parameter = (p: Parameter): fc.Arbitrary<unknown> => {
     // A header value must be visible ASCII (fetch's Headers refuses anything else before it is sent).
     const fromSchema = p.in === "header" ? visibleAscii((p.schema as { maxLength?: number }).maxLength ?? 64) : arbitraryFromSchema(doc, p.schema);
@@ -93,10 +106,15 @@ export function validRequest(doc: OpenApiDocument, op: Operation, knownIds: Know
   };
   const byLocation = (where: Parameter["in"]) => op.parameters.filter((p) => p.in === where);
   const present = (list: Parameter[]) =>
-    fc.record(Object.fromEntries(list.map((p) => [p.name, parameter(p)])), { requiredKeys: list.filter((p) => p.required).map((p) => p.name) });
+    fc.record(
+      Object.fromEntries(
+        list.map((p) => [p.name, OPAQUE.has(p.name.toLowerCase()) ? fc.option(parameter(p), { freq: 3, nil: undefined }) : parameter(p)]),
+      ),
+      { requiredKeys: list.filter((p) => p.required || OPAQUE.has(p.name.toLowerCase())).map((p) => p.name) },
+    );
 
   const mediaTypes = Object.entries(op.requestBody?.content ?? {});
-  const body: fc.Arbitrary<FuzzRequest["body"]> =
+  const generated: fc.Arbitrary<FuzzRequest["body"]> =
     mediaTypes.length === 0
       ? fc.constant(undefined)
       : fc.oneof(
@@ -104,6 +122,8 @@ export function validRequest(doc: OpenApiDocument, op: Operation, knownIds: Know
             fc.tuple(arbitraryFromSchema(doc, media.schema ?? true), fc.nat()).map(([value, pick]) => ({ contentType, value: aimed(value, pick) })),
           ),
         );
+  const body =
+    admitted && mediaTypes.length > 0 ? fc.oneof(generated, admitted.map((value) => ({ contentType: mediaTypes[0]![0], value }))) : generated;
   /** Top-level id fields of a body mostly set to existing resources (when the body has them). */
   const aimed = (value: unknown, pick: number): unknown => {
     if (!isObject(value) || pick % 4 === 0) return value;
@@ -122,7 +142,7 @@ export function validRequest(doc: OpenApiDocument, op: Operation, knownIds: Know
         caller,
         path: Object.fromEntries(Object.entries(path).map(([k, v]) => [k, String(v)])),
         query: Object.entries(query).flatMap(([name, v]): Array<[string, string]> => (v === null || v === undefined ? [] : Array.isArray(v) ? v.map((x) => [name, String(x)]) : [[name, String(v)]])),
-        headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, String(v)])),
+        headers: Object.fromEntries(Object.entries(headers).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)]]))),
       };
       if (body) request.body = body;
       return request;
