@@ -172,9 +172,12 @@ describe.each(DRIVERS)("every operation of the OpenAPI document, fuzzed, on %s",
     const agent = await api.createAgent("fuzz-cluster");
     const project = await api.createProject("fuzz-team");
     const viewer = await api.createKey("viewer", api.defaultProjectId);
-    const spareKey = (await must("POST", "/v1/api-keys", { name: "spare", role: "editor", projectId: project })).id;
+    // Installation-wide: a key of fuzz-team would be revoked with it when DELETE /v1/projects/{id} succeeds.
+    const spareKey = (await must("POST", "/v1/api-keys", { name: "spare", role: "editor" })).id;
     const deployment = await must("POST", "/v1/deployments", deploymentBody("fuzz-target", { projectId: api.defaultProjectId, spec: { ...deploymentBody("x").spec, roles: [{ name: "main", replicas: 2 }] } }));
     const operation = await must("POST", "/v1/agent/operations", { kind: "retire", deploymentId: deployment.id, role: "main", replica: 1, step: "Withdrawing" }, agent.token);
+    // Metrics written once, so that GET …/metrics has something to answer before the fuzzed writes run.
+    await must("PUT", `/v1/agent/deployments/${deployment.id}/metrics`, { observedAt: api.clock.now().toISOString(), roles: [{ name: "main", signals: [], missing: [] }] }, agent.token);
     const webhook = await must("POST", "/v1/webhooks", { url: "https://hooks.example.com/berth", eventTypes: ["*"] });
     await must("POST", `/v1/webhooks/${webhook.id}/test`, undefined);
     const deliveries = await must("GET", `/v1/webhooks/${webhook.id}/deliveries`, undefined);
