@@ -113,6 +113,16 @@ export function validRequest(
       { requiredKeys: list.filter((p) => p.required || OPAQUE.has(p.name.toLowerCase())).map((p) => p.name) },
     );
 
+  /** Top-level id fields of a body mostly set to existing resources (when the body has them). */
+  const aimed = (value: unknown, pick: number): unknown => {
+    if (!isObject(value) || pick % 4 === 0) return value;
+    const out = { ...value };
+    for (const key of Object.keys(out)) {
+      const known = knownIds.field(key);
+      if (known.length > 0 && typeof out[key] === "string") out[key] = known[pick % known.length];
+    }
+    return out;
+  };
   const mediaTypes = Object.entries(op.requestBody?.content ?? {});
   const generated: fc.Arbitrary<FuzzRequest["body"]> =
     mediaTypes.length === 0
@@ -124,16 +134,6 @@ export function validRequest(
         );
   const body =
     admitted && mediaTypes.length > 0 ? fc.oneof(generated, admitted.map((value) => ({ contentType: mediaTypes[0]![0], value }))) : generated;
-  /** Top-level id fields of a body mostly set to existing resources (when the body has them). */
-  const aimed = (value: unknown, pick: number): unknown => {
-    if (!isObject(value) || pick % 4 === 0) return value;
-    const out = { ...value };
-    for (const key of Object.keys(out)) {
-      const known = knownIds.field(key);
-      if (known.length > 0 && typeof out[key] === "string") out[key] = known[pick % known.length];
-    }
-    return out;
-  };
 
   return fc
     .record({ caller: callers, path: present(byLocation("path")), query: present(byLocation("query")), headers: present(byLocation("header")), body })
