@@ -38,7 +38,43 @@ export function buildOpenApiDocument(app: OpenAPIHono<AppEnv>): OpenAPIObject {
   const document = builder.getSpec();
   document.security = BEARER;
   declarePublicOperations(document);
+  declareIdempotentPosts(document);
   return document;
+}
+
+/**
+ * The Idempotency-Key middleware (src/api/idempotency.ts) serves every authenticated POST, not
+ * only the routes that name the header: declare the header on each such POST, and the two
+ * answers it adds, 409 (the first request with the key still runs) and 422 (the key was used
+ * for another request), where the route does not declare them itself.
+ */
+function declareIdempotentPosts(document: OpenAPIObject): void {
+  const problem = { $ref: "#/components/schemas/Problem" };
+  const answers: Record<string, string> = {
+    "409": "Conflicts with the current state, or a request with this Idempotency-Key is still running",
+    "422": "Refused, or an Idempotency-Key reused for another request",
+  };
+  for (const [path, item] of Object.entries(document.paths ?? {}) as [string, PathItemObject][]) {
+    const operation = item.post;
+    if (!path.startsWith("/v1/") || !operation || operation.security?.length === 0) continue;
+    const parameters = (operation.parameters ?? []) as ParameterObject[];
+    if (!parameters.some((p) => p.in === "header" && p.name.toLowerCase() === "idempotency-key")) {
+      operation.parameters = [
+        ...parameters,
+        {
+          name: "idempotency-key",
+          in: "header",
+          required: false,
+          description: "Replay-safe POST key: the same key and body replay the first success",
+          schema: { type: "string", maxLength: 255 },
+        },
+      ];
+    }
+    operation.responses ??= {};
+    for (const [status, description] of Object.entries(answers)) {
+      operation.responses[status] ??= { description, content: { "application/problem+json": { schema: problem } } };
+    }
+  }
 }
 
 /**

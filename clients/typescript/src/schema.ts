@@ -3546,7 +3546,10 @@ export interface operations {
     createProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3903,7 +3906,10 @@ export interface operations {
     createApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3943,6 +3949,15 @@ export interface operations {
             };
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is still running */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5201,7 +5216,10 @@ export interface operations {
     createCluster: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5408,7 +5426,10 @@ export interface operations {
     agentHeartbeat: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5457,6 +5478,15 @@ export interface operations {
             };
             /** @description Not found, or not visible to this key */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is still running */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5611,7 +5641,10 @@ export interface operations {
     agentRecordEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5658,6 +5691,15 @@ export interface operations {
             };
             /** @description Not found, or not visible to this key */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is still running */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6217,7 +6259,10 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6261,6 +6306,15 @@ export interface operations {
             };
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is still running */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6524,7 +6578,10 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description whk_… */
                 id: string;
@@ -6578,12 +6635,33 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Refused, or an Idempotency-Key reused for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     testWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description whk_… */
                 id: string;
@@ -6639,6 +6717,15 @@ export interface operations {
             };
             /** @description Conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Refused, or an Idempotency-Key reused for another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6717,7 +6804,10 @@ export interface operations {
     redeliverWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description whk_… */
                 id: string;
@@ -6775,6 +6865,15 @@ export interface operations {
             };
             /** @description Conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Refused, or an Idempotency-Key reused for another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7054,7 +7153,10 @@ export interface operations {
     applyDeploymentRequest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description dreq_… */
                 id: string;
@@ -7421,7 +7523,10 @@ export interface operations {
                 /** @description Most deliveries to send */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Replay-safe POST key: the same key and body replay the first success */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7456,6 +7561,24 @@ export interface operations {
             };
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Refused, or an Idempotency-Key reused for another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
