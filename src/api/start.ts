@@ -58,11 +58,13 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
   const appConfig: AppConfig = {
     ...DEFAULT_APP_CONFIG,
     adminToken: config.adminToken,
+    metricsToken: config.metricsToken,
     authCacheSeconds: config.authCacheSeconds,
     webhooks: {
       ...DEFAULT_APP_CONFIG.webhooks,
       retryScheduleSeconds: config.webhookRetrySchedule,
       allowPrivateAddresses: config.webhookAllowPrivate,
+      allowHttp: config.webhookAllowHttp,
     },
   };
   const ctx = { db: database.db, clock: systemClock, config: appConfig, webhookTransport: runtime.webhookTransport };

@@ -88,7 +88,8 @@ beforeAll(async () => {
       DATABASE_URL: database.url,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
       LOG_LEVEL: "info",
-      BERTH_WEBHOOK_ALLOW_PRIVATE: "true", // the webhook receiver below is on loopback
+      BERTH_WEBHOOK_ALLOW_PRIVATE: "true", // the webhook receiver below is on loopback, over http
+      BERTH_WEBHOOK_ALLOW_HTTP: "true",
     },
   });
   baseUrl = await waitForListening(child);

@@ -1,7 +1,7 @@
 // An API app on a fresh test database, driven with app.request() (no sockets), with
 // a clock the test can move and helpers for the usual set-up (projects, keys).
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { createApp } from "../../src/api/app.ts";
+import { createApp, type AppOptions } from "../../src/api/app.ts";
 import type { AppEnv, Logger } from "../../src/api/env.ts";
 import { bootstrapInstallation } from "../../src/services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../../src/services/context.ts";
@@ -57,6 +57,8 @@ export interface TestApiOptions {
   /** Start the clock here (webhook tests start at the real time: receivers check signature timestamps). */
   clock?: TestClock;
   webhookTransport?: WebhookTransport;
+  /** Serve /metrics with these (the entries pass prom-client's); absent = no /metrics route. */
+  metrics?: AppOptions["metrics"];
 }
 
 export async function createTestApi(driver: TestDriver, config: Partial<AppConfig> = {}, options: TestApiOptions = {}): Promise<TestApi> {
@@ -71,6 +73,7 @@ export async function createTestApi(driver: TestDriver, config: Partial<AppConfi
     logger: silentLogger,
     checkDatabase: () => database.ping(),
     webhookTransport: options.webhookTransport,
+    metrics: options.metrics,
   });
 
   const call: TestApi["call"] = async (method, path, options = {}) => {
