@@ -165,10 +165,10 @@ describe("webhook URL guard", () => {
     ["http://127.0.0.1:9999/", true, false, "https is required"],
     ["http://127.0.0.1:9999/", true, true, true],
     ["https://127.0.0.1:9999/", true, false, true],
-  ])("%s with allowPrivate %s, allowHttp %s → %s", (url, allowPrivate, allowHttp, verdict) => {
+  ] as Array<[string, boolean, boolean, true | string]>)("%s with allowPrivate %s, allowHttp %s → %s", (url, allowPrivate, allowHttp, verdict) => {
     const result = parseWebhookUrl(url, { allowPrivate, allowHttp });
     if (verdict === true) expect(result).toMatchObject({ ok: true });
-    else expect(result).toMatchObject({ ok: false, reason: expect.stringContaining(verdict) });
+    else expect(result).toMatchObject({ ok: false, reason: expect.stringContaining(verdict as string) });
   });
 });
 
