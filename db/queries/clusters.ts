@@ -1,7 +1,7 @@
 // SQL for clusters and their agent credentials.
-import { and, eq, isNull, gt, lt, type SQL } from "drizzle-orm";
+import { and, eq, isNull, gt, lt, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
-import { agentCredentials, clusters, nextResourceVersion } from "../schema.ts";
+import { agentCredentials, clusters, deployments, nextResourceVersion } from "../schema.ts";
 import { afterCursor, keysetOrder, type PageCursor } from "./pagination.ts";
 
 export type ClusterRow = typeof clusters.$inferSelect;
@@ -21,8 +21,21 @@ export async function findClusterById(db: Db, id: string): Promise<ClusterRow | 
   return row;
 }
 
-export async function listClusters(db: Db, options: { cursor?: PageCursor; limit: number }): Promise<ClusterRow[]> {
-  const filters: (SQL | undefined)[] = [afterCursor(clusters.createdAt, clusters.id, options.cursor)];
+/** Clusters some deployment of the project runs on (a project-bound key sees only these). */
+const usedByProject = (projectId: string): SQL =>
+  sql`exists (select 1 from ${deployments} where ${deployments.clusterId} = ${clusters.id} and ${deployments.projectId} = ${projectId})`;
+
+/** A cluster by id, only where some deployment of the project runs on it. */
+export async function findClusterUsedByProject(db: Db, id: string, projectId: string): Promise<ClusterRow | undefined> {
+  const [row] = await db.select().from(clusters).where(and(eq(clusters.id, id), usedByProject(projectId)));
+  return row;
+}
+
+export async function listClusters(db: Db, options: { cursor?: PageCursor; limit: number; usedByProjectId?: string }): Promise<ClusterRow[]> {
+  const filters: (SQL | undefined)[] = [
+    afterCursor(clusters.createdAt, clusters.id, options.cursor),
+    options.usedByProjectId === undefined ? undefined : usedByProject(options.usedByProjectId),
+  ];
   return db
     .select()
     .from(clusters)

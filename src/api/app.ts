@@ -21,7 +21,7 @@ import { InvalidRequest, NotFound } from "../domain/errors.ts";
 import { PrincipalCache } from "../services/auth/principal-cache.ts";
 import { OpenSlots } from "../services/rate-limits/open-slots.ts";
 import { RequestLimiter } from "../services/rate-limits/request-limiter.ts";
-import { requireBearer } from "./auth.ts";
+import { requireBearer, requireMetricsToken } from "./auth.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
 import { registerApiReference, type DocsAssets } from "./docs.ts";
 import type { AppDeps, AppEnv } from "./env.ts";
@@ -65,7 +65,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   app.use("*", logRequests());
   if (metrics) {
     app.use("*", metrics.middleware);
-    app.get("/metrics", metrics.handler);
+    app.get("/metrics", requireMetricsToken(), metrics.handler);
   }
   app.use("/v1/*", requireJsonContentType());
   app.use("/v1/*", limitBody(deps.config.maxBodyBytes));

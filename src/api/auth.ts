@@ -3,6 +3,7 @@
 // credential's once known, the client address's when there is no key or it failed.
 import type { MiddlewareHandler } from "hono";
 import { Unauthorized } from "../domain/errors.ts";
+import { metricsAccess } from "../domain/metrics-access.ts";
 import { authenticate, bearerToken, UNKNOWN_KEY } from "../services/auth/authenticate.ts";
 import { systemContext, type AppEnv } from "./env.ts";
 import { limitAddress, limitPrincipal } from "./rate-limit.ts";
@@ -36,6 +37,19 @@ export function requireBearer(): MiddlewareHandler<AppEnv> {
     }
     c.set("principal", principal);
     await limitPrincipal(c, principal);
+    await next();
+  };
+}
+
+/**
+ * GET /metrics with BERTH_METRICS_TOKEN set: `Authorization: Bearer <that token>` (compared in
+ * constant time) or 401. Unset, it is open as it always was (docs/design.md §14.7).
+ */
+export function requireMetricsToken(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const access = await metricsAccess(c.req.header("Authorization"), c.get("deps").config.metricsToken);
+    if (access === "missing") throw new Unauthorized("/metrics needs the metrics token (BERTH_METRICS_TOKEN) as 'Authorization: Bearer <token>'.");
+    if (access === "wrong") throw new Unauthorized("The metrics token is not the one this installation is configured with (BERTH_METRICS_TOKEN).");
     await next();
   };
 }

@@ -41,6 +41,13 @@ export const Config = z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
       .default("false")
       .transform((value) => value === "true" || value === "1"),
+    // http:// webhook URLs, for a development install only (receivers get events over cleartext otherwise).
+    BERTH_WEBHOOK_ALLOW_HTTP: z
+      .enum(["true", "false", "1", "0"], { error: "must be true or false" })
+      .default("false")
+      .transform((value) => value === "true" || value === "1"),
+    // Unset: /metrics is open (deploy/api's NetworkPolicy bounds who reaches it); set: a bearer token is required.
+    BERTH_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
     // false when a separate `berth migrate` Job owns migrations (deploy/api): replicas then never race them at start.
     BERTH_MIGRATE: z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
@@ -80,6 +87,8 @@ export const Config = z
     authCacheSeconds: env.BERTH_AUTH_CACHE_SECONDS,
     webhookRetrySchedule: env.BERTH_WEBHOOK_RETRY_SCHEDULE ?? [...DEFAULT_RETRY_SCHEDULE_SECONDS],
     webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE,
+    webhookAllowHttp: env.BERTH_WEBHOOK_ALLOW_HTTP,
+    metricsToken: env.BERTH_METRICS_TOKEN,
     migrateOnStart: env.BERTH_MIGRATE,
     rateLimits: {
       enabled: env.BERTH_RATE_LIMIT,

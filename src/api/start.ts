@@ -60,11 +60,13 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
   const appConfig: AppConfig = {
     ...DEFAULT_APP_CONFIG,
     adminToken: config.adminToken,
+    metricsToken: config.metricsToken,
     authCacheSeconds: config.authCacheSeconds,
     webhooks: {
       ...DEFAULT_APP_CONFIG.webhooks,
       retryScheduleSeconds: config.webhookRetrySchedule,
       allowPrivateAddresses: config.webhookAllowPrivate,
+      allowHttp: config.webhookAllowHttp,
     },
     rateLimits: config.rateLimits,
   };

@@ -45,10 +45,11 @@ function sendPinned(request: WebhookRequest): Promise<WebhookResponse> {
     const timer = setTimeout(() => {
       // After the headers a slow body only shortens the snippet; before them it is a timeout.
       if (finishResponse) finishResponse();
-      else done(new Error(`timed out after ${timeoutMs / 1000} s without a response`));
+      else done(Object.assign(new Error(`timed out after ${timeoutMs / 1000} s without a response`), { code: "ETIMEDOUT" }));
       req.destroy();
     }, timeoutMs);
-    req.on("error", (error: NodeJS.ErrnoException) => done(new Error(describeError(error, request))));
+    // The code travels on: the delivery log keeps only its class (src/domain/webhook-attempt-failure.ts).
+    req.on("error", (error: NodeJS.ErrnoException) => done(Object.assign(new Error(describeError(error, request)), { code: error.code })));
     req.on("response", (res) => {
       const latencyMs = performance.now() - started;
       const headers: Record<string, string> = {};

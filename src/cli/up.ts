@@ -88,6 +88,20 @@ export function upLogLevel(options: Pick<UpOptions, "verbose">, config: Pick<Con
   return env.LOG_LEVEL ? config.logLevel : "warn";
 }
 
+/**
+ * A development install: webhooks may go to receivers on this machine (private addresses) and
+ * over http, unless BERTH_WEBHOOK_ALLOW_PRIVATE / BERTH_WEBHOOK_ALLOW_HTTP say otherwise.
+ */
+export function upWebhookPolicy(
+  config: Pick<Config, "webhookAllowPrivate" | "webhookAllowHttp">,
+  env: Record<string, string | undefined>,
+): Pick<Config, "webhookAllowPrivate" | "webhookAllowHttp"> {
+  return {
+    webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE ? config.webhookAllowPrivate : true,
+    webhookAllowHttp: env.BERTH_WEBHOOK_ALLOW_HTTP ? config.webhookAllowHttp : true,
+  };
+}
+
 /** A JSON-lines logger for the in-process agent, at the configured level. */
 function agentLogger(level: Config["logLevel"]): Logger {
   const write = (lvl: string, msg: string, data?: object) => process.stderr.write(JSON.stringify({ level: lvl, service: "berth-agent", msg, ...data }) + "\n");
@@ -164,7 +178,7 @@ export async function runUp(config: Config, options: UpOptions, env: Record<stri
   const kubeconfigPath = resolve(upKubeconfigPath(dataDir));
   say(`starting the API (${config.databaseUrl ? "DATABASE_URL" : `embedded database in ${resolve(dataDir, "db")}`}) and a simulated cluster`);
   const started = await Promise.allSettled([
-    startServer({ ...config, adminToken, logLevel }),
+    startServer({ ...config, ...upWebhookPolicy(config, env), adminToken, logLevel }),
     startSimCluster({
       nodes: options.nodes,
       programs: berthPrograms({ routerImage: ROUTER_IMAGE }),

@@ -70,7 +70,10 @@ export const AGENT_EVENT_TYPES = ["replica.retiring", "replica.retired", "deploy
 export const AgentEvent = strictObject({
   type: z.enum(AGENT_EVENT_TYPES),
   deploymentId: z.string().max(64),
-  data: z.record(z.string(), z.unknown()).default({}),
+  data: z
+    .record(z.string(), z.unknown())
+    .default({})
+    .describe("At most 16 KiB as JSON, nested at most 8 levels, 512 keys in all; no `__proto__`, `constructor` or `prototype` keys."),
 }).meta({ id: "AgentEvent" });
 export type AgentEvent = z.infer<typeof AgentEvent>;
 

@@ -43,3 +43,14 @@ export function requireAgent(principal: Principal): Extract<Principal, { kind: "
 export function canSeeProject(user: UserPrincipal, projectId: string): boolean {
   return user.projectId === null || user.projectId === projectId;
 }
+
+/**
+ * Which clusters a user may see (docs/design.md §14.7): an installation-wide key every one; a
+ * project-bound key those its project's deployments run on, so one tenant does not read the
+ * names, agent versions and GPU inventory of clusters only other tenants use.
+ */
+export type ClusterScope = { all: true } | { all: false; usedByProjectId: string };
+
+export function clusterScopeOf(user: UserPrincipal): ClusterScope {
+  return user.projectId === null ? { all: true } : { all: false, usedByProjectId: user.projectId };
+}

@@ -1,6 +1,7 @@
 // Bounds on the autoscaler's targets: per-role min/max, the prefill:decode ratio of a PD
 // deployment, and capacity (project quota, the cluster's free GPUs). Capacity only ever holds a
 // scale-up back, never causes a scale-down, so free GPUs moving by one cannot make a role flap.
+import type { DeploymentSpec } from "./deployment-spec.ts";
 import type { LimitedBy } from "./scaling-signals.ts";
 
 /** Float slack for ratio comparisons (0.1 × 30 = 3.0000000000000004). */
@@ -10,6 +11,40 @@ export function clampReplicas(replicas: number, min: number, max: number): { rep
   if (replicas > max) return { replicas: max, limitedBy: "MaxReplicas" };
   if (replicas < min) return { replicas: min, limitedBy: "MinReplicas" };
   return { replicas };
+}
+
+/** One role whose replicas the autoscaler's write asked outside the role's scaling bounds. */
+export interface ClampedRole {
+  role: string;
+  requested: number;
+  replicas: number;
+  limitedBy: "MinReplicas" | "MaxReplicas";
+}
+
+/**
+ * The autoscaler's replicas write (an agent credential's PATCH), held to each role's
+ * `spec.scaling.roles[*]` bounds: an agent with a stale view of the spec (bounds changed
+ * since it evaluated) gets the nearest allowed value rather than a refusal it would retry.
+ * Only roles whose replicas the write changes are clamped; a role without a scaling entry
+ * has no bounds, and a stored value outside the bounds (set by a user) is left alone.
+ */
+export function clampAutoscalerReplicas(previous: DeploymentSpec, next: DeploymentSpec): { spec: DeploymentSpec; clamped: ClampedRole[] } {
+  const before = new Map(previous.roles.map((role) => [role.name, role.replicas]));
+  const clamped: ClampedRole[] = [];
+  const roles = next.roles.map((role) => {
+    const bounds = next.scaling?.roles.find((entry) => entry.name === role.name);
+    if (!bounds || before.get(role.name) === role.replicas) return role;
+    const held = clampReplicas(role.replicas, bounds.minReplicas, bounds.maxReplicas);
+    if (!held.limitedBy) return role;
+    clamped.push({ role: role.name, requested: role.replicas, replicas: held.replicas, limitedBy: held.limitedBy as ClampedRole["limitedBy"] });
+    return { ...role, replicas: held.replicas };
+  });
+  return { spec: clamped.length > 0 ? { ...next, roles } : next, clamped };
+}
+
+export function describeClamp(c: ClampedRole): string {
+  const bound = c.limitedBy === "MaxReplicas" ? "maxReplicas" : "minReplicas";
+  return `role ${c.role}: replicas ${c.requested} is outside spec.scaling's bounds; set to ${bound} ${c.replicas}`;
 }
 
 export interface RatioSide {

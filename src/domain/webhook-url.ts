@@ -1,5 +1,5 @@
 // The SSRF guard of webhook URLs, pure so create-time validation and every delivery
-// share it. A URL must be http(s) without credentials; its host is classified after the
+// share it. A URL must be https (http only where the installation allows it) without credentials; its host is classified after the
 // WHATWG parser has normalised it, and every address it resolves to must be a public
 // unicast address. Odd IPv4 spellings (decimal, octal, hex, short forms) are parsed the
 // way inet_aton and the URL parser read them, so `0x7f.1` is 127.0.0.1 here too.
@@ -36,7 +36,7 @@ const FORBIDDEN_SUFFIXES = [".localhost", ".local", ".localdomain", ".internal",
  * Parses and checks a webhook URL's form; the host is checked too when it is an IP literal
  * or a forbidden name. Names still need their resolved addresses checked (checkAddress).
  */
-export function parseWebhookUrl(raw: string, options: { allowPrivate: boolean }): ParsedWebhookUrl {
+export function parseWebhookUrl(raw: string, options: { allowPrivate: boolean; allowHttp: boolean }): ParsedWebhookUrl {
   if (raw.length > MAX_URL_LENGTH) return { ok: false, reason: `longer than ${MAX_URL_LENGTH} characters` };
   let url: URL;
   try {
@@ -45,7 +45,7 @@ export function parseWebhookUrl(raw: string, options: { allowPrivate: boolean })
     return { ok: false, reason: "not an absolute URL" };
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") {
-    return { ok: false, reason: `scheme "${url.protocol.slice(0, -1)}" is not allowed; use https (or http)` };
+    return { ok: false, reason: `scheme "${url.protocol.slice(0, -1)}" is not allowed; use https` };
   }
   if (url.username || url.password) {
     return { ok: false, reason: "credentials in the URL are not allowed; the signature authenticates berth to the receiver" };
@@ -55,6 +55,13 @@ export function parseWebhookUrl(raw: string, options: { allowPrivate: boolean })
   if (!options.allowPrivate) {
     const verdict = host.kind === "ip" ? checkAddress(host.address) : checkHostName(host.name);
     if (!verdict.ok) return verdict;
+  }
+  // Checked after the host, so a private http URL is refused for its address, the reason that cannot be configured away.
+  if (url.protocol === "http:" && !options.allowHttp) {
+    return {
+      ok: false,
+      reason: "https is required: an http receiver gets every event in cleartext; an installation admin may allow http for development (BERTH_WEBHOOK_ALLOW_HTTP=true)",
+    };
   }
   return { ok: true, url, host };
 }

@@ -85,7 +85,12 @@ export const WebhookAttempt = z
     statusCode: z.number().int().optional().describe("The receiver's HTTP status; absent when no response came"),
     latencyMs: z.number().int().describe("From sending to the response headers (or to the error)"),
     responseSnippet: z.string().optional().describe("The first KiB of the response body"),
-    error: z.string().optional().describe("Why the attempt failed without a usable answer (timeout, refused address, …)"),
+    error: z
+      .string()
+      .optional()
+      .describe(
+        "Why the attempt failed without a usable answer, as a class: connection_refused, connection_reset, timeout, dns_failure, tls_error, host_unreachable, url_refused, address_refused, connection_failed (never the connection error's text); or that a redirect was not followed",
+      ),
   })
   .meta({ id: "WebhookAttempt" });
 export type WebhookAttempt = z.infer<typeof WebhookAttempt>;

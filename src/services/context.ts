@@ -26,6 +26,8 @@ export type SystemContext = Omit<ServiceContext, "principal">;
 export interface AppConfig {
   /** BERTH_ADMIN_TOKEN: accepted as an installation-admin key when set. */
   adminToken?: string;
+  /** BERTH_METRICS_TOKEN: when set, GET /metrics needs it as a bearer token; unset = open. */
+  metricsToken?: string;
   /** Largest accepted request body in bytes. */
   maxBodyBytes: number;
   /** How long an Idempotency-Key is remembered. */
@@ -47,6 +49,8 @@ export interface WebhookConfig {
   retryScheduleSeconds: readonly number[];
   /** BERTH_WEBHOOK_ALLOW_PRIVATE: lift the SSRF guard (local use and tests only). */
   allowPrivateAddresses: boolean;
+  /** BERTH_WEBHOOK_ALLOW_HTTP: accept http:// URLs besides https:// (development installs only). */
+  allowHttp: boolean;
   /** Per attempt, from connecting to the response headers. */
   timeoutMs: number;
   /** How long a claimed delivery belongs to its dispatcher before it is due again. */
@@ -72,6 +76,7 @@ export const DEFAULT_APP_CONFIG: AppConfig = {
   webhooks: {
     retryScheduleSeconds: DEFAULT_RETRY_SCHEDULE_SECONDS,
     allowPrivateAddresses: false,
+    allowHttp: false,
     timeoutMs: 10_000,
     leaseSeconds: 30,
     disableAfterFailingMs: 3 * 24 * 60 * 60 * 1000,

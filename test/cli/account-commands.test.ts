@@ -18,7 +18,7 @@ describe("berth login, keys, clusters and webhooks", () => {
 
   beforeAll(async () => {
     // Webhook endpoints on loopback are refused unless the installation allows them.
-    server = await startBerthServer({ BERTH_WEBHOOK_ALLOW_PRIVATE: "true" });
+    server = await startBerthServer({ BERTH_WEBHOOK_ALLOW_PRIVATE: "true", BERTH_WEBHOOK_ALLOW_HTTP: "true" });
     world = cliWorld(server);
     const projects = await world.api("GET", "/v1/projects");
     projectId = projects.body.items.find((p: { name: string }) => p.name === "default").id;

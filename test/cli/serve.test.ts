@@ -95,11 +95,17 @@ describe("berth serve", () => {
       expect(await stop(first)).toBe(0);
     }
 
-    const second = await serve({ BERTH_DATA_DIR: dataDir });
+    // The restart also sets a metrics token: /metrics then needs it (the API key is not it).
+    const second = await serve({ BERTH_DATA_DIR: dataDir, BERTH_METRICS_TOKEN: "serve-metrics-token-0123456789" });
     try {
       expect(second.stderr()).not.toMatch(/bp_[0-9a-f]{64}/);
       const again = await fetch(`${second.url}/v1/projects`, { headers: { Authorization: `Bearer ${key}` } });
       expect(again.status).toBe(200);
+      const refused = await fetch(`${second.url}/metrics`, { headers: { Authorization: `Bearer ${key}` } });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="berth"');
+      const metrics = await fetch(`${second.url}/metrics`, { headers: { Authorization: "Bearer serve-metrics-token-0123456789" } });
+      expect(await metrics.text()).toMatch(/berth_api_http_requests_total/);
     } finally {
       await stop(second);
     }

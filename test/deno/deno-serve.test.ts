@@ -11,6 +11,7 @@ import { startReceiver } from "../webhooks/support/receiver.ts";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const DENO = fileURLToPath(new URL("../../node_modules/.bin/deno", import.meta.url));
 const ADMIN_TOKEN = "deno-test-admin-token-0123456789ab";
+const METRICS_TOKEN = "deno-test-metrics-token-0123456789";
 // The first start transpiles the whole import graph (about 5–10 s here); later starts use deno's cache.
 const START_TIMEOUT_MS = 90_000;
 
@@ -88,7 +89,9 @@ beforeAll(async () => {
       DATABASE_URL: database.url,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
       LOG_LEVEL: "info",
-      BERTH_WEBHOOK_ALLOW_PRIVATE: "true", // the webhook receiver below is on loopback
+      BERTH_WEBHOOK_ALLOW_PRIVATE: "true", // the webhook receiver below is on loopback, over http
+      BERTH_WEBHOOK_ALLOW_HTTP: "true",
+      BERTH_METRICS_TOKEN: METRICS_TOKEN,
     },
   });
   baseUrl = await waitForListening(child);
@@ -111,7 +114,11 @@ describe("deno task serve", () => {
     expect(output).toContain('"runtime":"deno"');
     const health = await fetch(`${baseUrl}/healthz`);
     expect(await health.json()).toEqual({ status: "ok" });
-    const metrics = await fetch(`${baseUrl}/metrics`);
+    const refused = await fetch(`${baseUrl}/metrics`);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="berth"');
+    await refused.body?.cancel();
+    const metrics = await fetch(`${baseUrl}/metrics`, { headers: { Authorization: `Bearer ${METRICS_TOKEN}` } });
     expect(await metrics.text()).toContain("berth_api_process_cpu_seconds_total");
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { applyPdRatio, clampReplicas, fitCapacity, ratioHolds } from "../../src/domain/scaling-bounds.ts";
+import type { DeploymentSpec } from "../../src/domain/deployment-spec.ts";
+import { applyPdRatio, clampAutoscalerReplicas, clampReplicas, fitCapacity, ratioHolds } from "../../src/domain/scaling-bounds.ts";
 
 const side = (desired: number, current = desired, min = 1, max = 100) => ({ desired, current, min, max });
 
@@ -70,5 +71,37 @@ describe("capacity", () => {
     expect(fitCapacity(roles, { quotaGpusLeft: 2 }, keeps).desired).toEqual({ prefill: 3, decode: 4 });
     // Without a ratio the largest scale-up gives way.
     expect(fitCapacity(roles, { quotaGpusLeft: 2 }).desired).toEqual({ prefill: 2, decode: 5 });
+  });
+});
+
+describe("the autoscaler's replicas write within the roles' bounds", () => {
+  // Only the fields the rule reads; the rest of a spec does not matter to it.
+  const spec = (replicas: Record<string, number>, bounds: Record<string, [number, number]>) =>
+    ({
+      roles: Object.entries(replicas).map(([name, n]) => ({ name, replicas: n })),
+      scaling: { roles: Object.entries(bounds).map(([name, [minReplicas, maxReplicas]]) => ({ name, minReplicas, maxReplicas })) },
+    }) as unknown as DeploymentSpec;
+
+  it.each([
+    // before, requested, bounds, written, clamped
+    [{ main: 2 }, { main: 4 }, { main: [1, 8] }, { main: 4 }, []],
+    [{ main: 2 }, { main: 12 }, { main: [1, 8] }, { main: 8 }, [{ role: "main", requested: 12, replicas: 8, limitedBy: "MaxReplicas" }]],
+    [{ main: 2 }, { main: 0 }, { main: [1, 8] }, { main: 1 }, [{ role: "main", requested: 0, replicas: 1, limitedBy: "MinReplicas" }]],
+    [{ main: 2 }, { main: 0 }, { main: [0, 8] }, { main: 0 }, []], // scale to zero where minReplicas is 0
+    [{ main: 2 }, { main: 40 }, {}, { main: 40 }, []], // no scaling entry: no bounds
+    [{ main: 12 }, { main: 12 }, { main: [1, 8] }, { main: 12 }, []], // unchanged (a user's value) is left alone
+    [
+      { prefill: 1, decode: 3 },
+      { prefill: 9, decode: 3 },
+      { prefill: [1, 4], decode: [1, 2] },
+      { prefill: 4, decode: 3 },
+      [{ role: "prefill", requested: 9, replicas: 4, limitedBy: "MaxReplicas" }],
+    ],
+  ] as const)("%j → %j within %j → %j", (before, requested, bounds, written, clamped) => {
+    const next = spec(requested, bounds as Record<string, [number, number]>);
+    const result = clampAutoscalerReplicas(spec(before, bounds as Record<string, [number, number]>), next);
+    expect(Object.fromEntries(result.spec.roles.map((r) => [r.name, r.replicas]))).toEqual(written);
+    expect(result.clamped).toEqual(clamped);
+    if (clamped.length === 0) expect(result.spec).toBe(next);
   });
 });

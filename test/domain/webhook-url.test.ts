@@ -123,18 +123,21 @@ const ALLOWED_URLS = [
   "https://a.b.c.example.org./hook",
 ];
 
+// The address guard on its own, with http allowed; https-only is tested below.
+const GUARD = { allowPrivate: false, allowHttp: true };
+
 describe("webhook URL guard", () => {
   it.each(REFUSED_URLS)("refuses %s", (url) => {
-    const result = parseWebhookUrl(url, { allowPrivate: false });
+    const result = parseWebhookUrl(url, GUARD);
     expect(result.ok).toBe(false);
   });
 
   it.each(ALLOWED_URLS)("allows %s", (url) => {
-    expect(parseWebhookUrl(url, { allowPrivate: false })).toMatchObject({ ok: true });
+    expect(parseWebhookUrl(url, GUARD)).toMatchObject({ ok: true });
   });
 
   it("says why", () => {
-    const reason = (url: string) => (parseWebhookUrl(url, { allowPrivate: false }) as { reason: string }).reason;
+    const reason = (url: string) => (parseWebhookUrl(url, GUARD) as { reason: string }).reason;
     expect(reason("http://0x7f.1/")).toBe("127.0.0.1 is a loopback address");
     expect(reason("http://[::ffff:10.0.0.1]/")).toBe("::ffff:a00:1 is an IPv4-mapped IPv6 address");
     expect(reason("http://169.254.169.254/")).toContain("link-local");
@@ -145,11 +148,27 @@ describe("webhook URL guard", () => {
 
   it("lets allow-private through to private addresses, but never to other schemes or credentials", () => {
     for (const url of ["http://127.0.0.1:9999/hook", "http://localhost/", "http://[::1]/", "http://169.254.169.254/"]) {
-      expect(parseWebhookUrl(url, { allowPrivate: true }).ok).toBe(true);
+      expect(parseWebhookUrl(url, { allowPrivate: true, allowHttp: true }).ok).toBe(true);
     }
     for (const url of ["file:///etc/passwd", "https://u:p@127.0.0.1/"]) {
-      expect(parseWebhookUrl(url, { allowPrivate: true }).ok).toBe(false);
+      expect(parseWebhookUrl(url, { allowPrivate: true, allowHttp: true }).ok).toBe(false);
     }
+  });
+
+  it.each([
+    // url, allowPrivate, allowHttp, verdict (true, or a piece of the reason)
+    ["https://hooks.example.com/", false, false, true],
+    ["http://hooks.example.com/", false, false, "https is required"],
+    ["http://hooks.example.com/", false, true, true],
+    ["http://93.184.216.34/", false, false, "BERTH_WEBHOOK_ALLOW_HTTP=true"],
+    ["http://127.0.0.1:9999/", false, false, "loopback"], // the address is the reason that no setting lifts
+    ["http://127.0.0.1:9999/", true, false, "https is required"],
+    ["http://127.0.0.1:9999/", true, true, true],
+    ["https://127.0.0.1:9999/", true, false, true],
+  ] as Array<[string, boolean, boolean, true | string]>)("%s with allowPrivate %s, allowHttp %s → %s", (url, allowPrivate, allowHttp, verdict) => {
+    const result = parseWebhookUrl(url, { allowPrivate, allowHttp });
+    if (verdict === true) expect(result).toMatchObject({ ok: true });
+    else expect(result).toMatchObject({ ok: false, reason: expect.stringContaining(verdict as string) });
   });
 });
 

@@ -1,7 +1,7 @@
 // An API app on a fresh test database, driven with app.request() (no sockets), with
 // a clock the test can move and helpers for the usual set-up (projects, keys).
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { createApp } from "../../src/api/app.ts";
+import { createApp, type AppOptions } from "../../src/api/app.ts";
 import type { AppDeps, AppEnv, Logger } from "../../src/api/env.ts";
 import { bootstrapInstallation } from "../../src/services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../../src/services/context.ts";
@@ -59,6 +59,8 @@ export interface TestApiOptions {
   webhookTransport?: WebhookTransport;
   /** The peer address the app sees (app.request has no socket); absent = unknown. */
   peerAddress?: AppDeps["peerAddress"];
+  /** Serve /metrics with these (the entries pass prom-client's); absent = no /metrics route. */
+  metrics?: AppOptions["metrics"];
 }
 
 export async function createTestApi(driver: TestDriver, config: Partial<AppConfig> = {}, options: TestApiOptions = {}): Promise<TestApi> {
@@ -74,6 +76,7 @@ export async function createTestApi(driver: TestDriver, config: Partial<AppConfi
     checkDatabase: () => database.ping(),
     webhookTransport: options.webhookTransport,
     peerAddress: options.peerAddress,
+    metrics: options.metrics,
   });
 
   const call: TestApi["call"] = async (method, path, options = {}) => {

@@ -8,6 +8,16 @@ describe("webhook configuration", () => {
     const config = parseConfig({});
     expect(config.webhookRetrySchedule).toEqual([...DEFAULT_RETRY_SCHEDULE_SECONDS]);
     expect(config.webhookAllowPrivate).toBe(false);
+    expect(config.webhookAllowHttp).toBe(false);
+    expect(config.metricsToken).toBeUndefined();
+  });
+
+  it("reads BERTH_WEBHOOK_ALLOW_HTTP and BERTH_METRICS_TOKEN", () => {
+    const config = parseConfig({ BERTH_WEBHOOK_ALLOW_HTTP: "1", BERTH_METRICS_TOKEN: "metrics-token-0123456789" });
+    expect(config.webhookAllowHttp).toBe(true);
+    expect(config.metricsToken).toBe("metrics-token-0123456789");
+    expect(() => parseConfig({ BERTH_WEBHOOK_ALLOW_HTTP: "on" })).toThrow(/BERTH_WEBHOOK_ALLOW_HTTP: must be true or false/);
+    expect(() => parseConfig({ BERTH_METRICS_TOKEN: "short" })).toThrow(/BERTH_METRICS_TOKEN: must be at least 16 characters/);
   });
 
   it("reads BERTH_WEBHOOK_RETRY_SCHEDULE and BERTH_WEBHOOK_ALLOW_PRIVATE", () => {

@@ -21,7 +21,7 @@ describe.each(DRIVERS)("webhook delivery on %s", (driver) => {
   beforeAll(async () => {
     api = await createTestApi(
       driver,
-      { webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true, retryScheduleSeconds: SCHEDULE } },
+      { webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true, allowHttp: true, retryScheduleSeconds: SCHEDULE } },
       { clock: new TestClock(new Date()), webhookTransport: nodeWebhookTransport },
     );
     receiver = await startReceiver((_request, index) => answers[index] ?? { status: 204 });
@@ -268,7 +268,7 @@ describe.each(DRIVERS)("webhook delivery on %s", (driver) => {
     expect(redirected.attempts[0]).toMatchObject({ statusCode: 302, error: expect.stringContaining("redirects are not followed") });
     expect(receiver.received).toHaveLength(1);
     const [refused] = await deliveriesOf(closed.id);
-    expect(refused.attempts[0]).toMatchObject({ error: "connection refused by 127.0.0.1:9" });
+    expect(refused.attempts[0]).toMatchObject({ error: "connection_refused" }); // the class, not the host and port
     expect(refused.attempts[0]).not.toHaveProperty("statusCode");
   });
 });

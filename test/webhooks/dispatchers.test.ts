@@ -15,7 +15,7 @@ import { startReceiver, type Receiver } from "./support/receiver.ts";
 
 const ENTRY = fileURLToPath(new URL("./support/dispatcher-process.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const WEBHOOKS = { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true };
+const WEBHOOKS = { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true, allowHttp: true };
 
 /** Each kill can cost the sends in flight (at most 4 per endpoint per worker) as duplicates. */
 const ROUNDS = 4;

@@ -75,7 +75,7 @@ describe("SSRF guard with a resolver", () => {
     const deliveries = (await api.call("GET", `/v1/webhooks/${endpoint.id}/deliveries`)).body.items;
     expect(deliveries[0].status).toBe("pending");
     expect(deliveries[0].attempts).toEqual([
-      expect.objectContaining({ error: "refused: flip.example.com resolves to 10.0.0.7 is a private address" }),
+      expect.objectContaining({ error: "address_refused" }), // the class only: not which address the name resolves to
     ]);
     expect(deliveries[0].attempts[0]).not.toHaveProperty("statusCode");
 
@@ -83,7 +83,7 @@ describe("SSRF guard with a resolver", () => {
     api.clock.advance(6_000);
     expect((await dispatch()).body).toMatchObject({ attempted: 1, failed: 1 });
     const again = (await api.call("GET", `/v1/webhooks/${endpoint.id}/deliveries`)).body.items;
-    expect(again[0].attempts[1].error).toContain("DNS: flip.example.com did not resolve");
+    expect(again[0].attempts[1].error).toBe("dns_failure");
     expect(sent).toHaveLength(1);
   });
 });

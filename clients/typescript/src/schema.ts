@@ -2506,7 +2506,10 @@ export interface components {
             /** @enum {string} */
             type: "replica.retiring" | "replica.retired" | "deployment.scaled" | "deployment.resized";
             deploymentId: string;
-            /** @default {} */
+            /**
+             * @description At most 16 KiB as JSON, nested at most 8 levels, 512 keys in all; no `__proto__`, `constructor` or `prototype` keys.
+             * @default {}
+             */
             data?: {
                 [key: string]: unknown;
             };
@@ -2709,7 +2712,7 @@ export interface components {
             latencyMs: number;
             /** @description The first KiB of the response body */
             responseSnippet?: string;
-            /** @description Why the attempt failed without a usable answer (timeout, refused address, …) */
+            /** @description Why the attempt failed without a usable answer, as a class: connection_refused, connection_reset, timeout, dns_failure, tls_error, host_unreachable, url_refused, address_refused, connection_failed (never the connection error's text); or that a redirect was not followed */
             error?: string;
         };
         WebhookDeliveryList: {

@@ -4,7 +4,8 @@ import { findDeploymentById } from "../../../db/queries/deployments.ts";
 import type { AgentEvent } from "../../domain/cluster.ts";
 import { AgentScaledData } from "../../domain/cluster.ts";
 import { zodIssuesToFieldErrors, type DeploymentSpec } from "../../domain/deployment-spec.ts";
-import { InvalidRequest, InvalidSpec, NotFound } from "../../domain/errors.ts";
+import { InvalidRequest, InvalidSpec, NotFound, PayloadTooLarge } from "../../domain/errors.ts";
+import { checkEventData, EVENT_DATA_LIMITS } from "../../domain/event-data.ts";
 import { isId } from "../../domain/ids.ts";
 import { requireAgent } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
@@ -12,6 +13,7 @@ import { recordEvent, summarize } from "../events/record-event.ts";
 
 export async function recordAgentEvent({ ctx, input }: { ctx: ServiceContext; input: AgentEvent }): Promise<void> {
   const agent = requireAgent(ctx.principal);
+  checkData(input.data);
   const row = isId("deployment", input.deploymentId) ? await findDeploymentById(ctx.db, input.deploymentId) : undefined;
   if (!row || row.clusterId !== agent.clusterId) {
     throw new NotFound(`No deployment "${input.deploymentId}" in this agent's cluster.`);
@@ -25,6 +27,19 @@ export async function recordAgentEvent({ ctx, input }: { ctx: ServiceContext; in
       data: { ...data, deployment: summarize(row), actor: { kind: "agent", keyId: agent.credentialId } },
     }),
   );
+}
+
+/** `data` fans out to every matching webhook: bounded before anything is looked up or written. */
+function checkData(data: unknown): void {
+  const verdict = checkEventData(data);
+  if (verdict.ok) return;
+  if (verdict.tooLarge) {
+    throw new PayloadTooLarge(`The event's data is ${verdict.bytes} bytes as JSON; at most ${EVENT_DATA_LIMITS.bytes} bytes are accepted.`, {
+      limit: EVENT_DATA_LIMITS.bytes,
+      errors: [verdict.error],
+    });
+  }
+  throw new InvalidRequest("The event's data is not valid.", verdict.errors);
 }
 
 /** A posted deployment.scaled is a shadow recommendation for one of the deployment's roles. */

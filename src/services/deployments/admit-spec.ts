@@ -79,7 +79,9 @@ async function targetCluster(db: Db, spec: DeploymentSpec, assigned: string | nu
   }
   const clusters = await listClusters(db, { limit: 2 });
   if (clusters.length > 1) {
-    throw clusterProblem("required when several clusters exist; list them with GET /v1/clusters and name one");
+    throw clusterProblem(
+      "required when several clusters exist; list them with GET /v1/clusters and name one (a project-bound key lists only the clusters its project runs on: ask an installation admin for another)",
+    );
   }
   return clusters[0];
 }

@@ -17,8 +17,8 @@ export async function patchDeployment({
     address: input.address,
     ifMatch: input.ifMatch,
     build: (current) => ({
-      rawSpec: input.patch.spec === undefined ? current.spec : applyMergePatch(current.spec, input.patch.spec),
-      rawLabels: input.patch.labels === undefined ? current.labels : applyMergePatch(current.labels, input.patch.labels),
+      rawSpec: input.patch.spec === undefined ? current.spec : applyMergePatch(current.spec, input.patch.spec, "/spec"),
+      rawLabels: input.patch.labels === undefined ? current.labels : applyMergePatch(current.labels, input.patch.labels, "/labels"),
     }),
   });
 }

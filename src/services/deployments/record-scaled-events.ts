@@ -7,19 +7,21 @@ import type { Db } from "../../../db/client.ts";
 import type { DeploymentRow } from "../../../db/queries/deployments.ts";
 import type { DeploymentSpec, DeploymentStatus } from "../../domain/deployment-spec.ts";
 import type { Actor } from "../../domain/events.ts";
+import { describeClamp, type ClampedRole } from "../../domain/scaling-bounds.ts";
 import { recordEvent, summarize } from "../events/record-event.ts";
 
 export async function recordAutoscalerChanges(
   tx: Db,
   now: Date,
-  change: { previous: DeploymentRow; updated: DeploymentRow; actor: Actor },
+  change: { previous: DeploymentRow; updated: DeploymentRow; actor: Actor; clamped?: readonly ClampedRole[] },
 ): Promise<void> {
-  const { previous, updated, actor } = change;
+  const { previous, updated, actor, clamped = [] } = change;
   const before = new Map((previous.spec as DeploymentSpec).roles.map((role) => [role.name, role.replicas]));
   const scaling = (previous.status as DeploymentStatus | null)?.scaling;
   for (const role of (updated.spec as DeploymentSpec).roles) {
     const from = before.get(role.name);
     if (from === undefined || from === role.replicas) continue;
+    const clamp = clamped.find((c) => c.role === role.name);
     const recommendation = scaling?.roles.find((r) => r.name === role.name && (r.desired ?? r.recommended) === role.replicas);
     await recordEvent(tx, now, {
       type: "deployment.scaled",
@@ -32,14 +34,26 @@ export async function recordAutoscalerChanges(
         from,
         to: role.replicas,
         mode: "active",
-        // As a shadow event says it: what held the recommendation back, when something did
-        // (e.g. PdRatio pulled a role along), else why it was recommended.
-        reason: recommendation ? (recommendation.limitedBy ?? recommendation.reason) : "Unexplained",
-        ...(recommendation?.message !== undefined
-          ? { message: recommendation.message }
-          : !recommendation && { message: "replicas set by the autoscaler; status.scaling held no recommendation for this value" }),
-        signals: recommendation?.signals ?? [],
+        ...(clamp ? clampedExplanation(clamp) : recommendedExplanation(recommendation)),
       },
     });
   }
+}
+
+type Recommendation = NonNullable<DeploymentStatus["scaling"]>["roles"][number];
+
+/** As a shadow event says it: what held the recommendation back, when something did (e.g. PdRatio pulled a role along), else why it was recommended. */
+function recommendedExplanation(recommendation: Recommendation | undefined) {
+  return {
+    reason: recommendation ? (recommendation.limitedBy ?? recommendation.reason) : "Unexplained",
+    ...(recommendation?.message !== undefined
+      ? { message: recommendation.message }
+      : !recommendation && { message: "replicas set by the autoscaler; status.scaling held no recommendation for this value" }),
+    signals: recommendation?.signals ?? [],
+  };
+}
+
+/** The agent asked for a value outside the role's bounds (its view of the spec was stale): the bound it was held to. */
+function clampedExplanation(clamp: ClampedRole) {
+  return { reason: clamp.limitedBy, message: describeClamp(clamp), signals: [] };
 }

@@ -13,6 +13,7 @@ import { checkCustomCommands } from "./check-custom-commands.ts";
 import { toDeployment, type WrittenDeployment } from "./deployment-view.ts";
 import { checkIfMatch, findVisibleDeployment, type DeploymentAddress } from "./find-deployment.ts";
 import { countGpus } from "../../domain/admission.ts";
+import { clampAutoscalerReplicas, describeClamp, type ClampedRole } from "../../domain/scaling-bounds.ts";
 import { actorOf, recordEvent, summarize } from "../events/record-event.ts";
 import { recordAutoscalerChanges } from "./record-scaled-events.ts";
 import { recordRevision } from "./record-revision.ts";
@@ -49,9 +50,14 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
       throw new InvalidRequest("The labels are not valid.", zodIssuesToFieldErrors(labels.error.issues, "/labels"));
     }
     const admitted = await admitSpec(tx, { name: current.name, rawSpec, previous, assignedClusterId: current.clusterId });
-    const spec = admitted.spec;
     warnings = admitted.warnings;
-    if (ctx.principal.kind === "agent") checkAutoscalerChange(previous, spec, current.labels, labels.data);
+    let spec = admitted.spec;
+    let clamped: ClampedRole[] = [];
+    if (ctx.principal.kind === "agent") {
+      checkAutoscalerChange(previous, spec, current.labels, labels.data);
+      ({ spec, clamped } = clampAutoscalerReplicas(previous, spec));
+      warnings = [...warnings, ...clamped.map(describeClamp)];
+    }
     const specChanged = !jsonEqual(spec, previous);
     const labelsChanged = !jsonEqual(labels.data, current.labels);
     if (!specChanged && !labelsChanged) return current;
@@ -74,7 +80,7 @@ export async function writeDeployment(ctx: ServiceContext, write: DeploymentWrit
         data: { deployment: summarize(updated), actor: writerOf(ctx), specChanged, labelsChanged },
       });
       if (specChanged) await recordRevision(tx, { row: updated, actor: writerOf(ctx), now, rollbackOf: write.rollbackOf });
-      if (ctx.principal.kind === "agent") await recordAutoscalerChanges(tx, now, { previous: current, updated, actor: writerOf(ctx) });
+      if (ctx.principal.kind === "agent") await recordAutoscalerChanges(tx, now, { previous: current, updated, actor: writerOf(ctx), clamped });
       await write.after?.(tx, { previous: current, updated, now });
     }
     return updated;

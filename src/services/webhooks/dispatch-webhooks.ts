@@ -24,13 +24,14 @@ import {
 } from "../../../db/queries/webhook-deliveries.ts";
 import { disableWebhookEndpoint, setWebhookEndpointFailing } from "../../../db/queries/webhooks.ts";
 import { newId } from "../../domain/ids.ts";
+import { classifyAttemptFailure } from "../../domain/webhook-attempt-failure.ts";
 import { isSuccess, parseRetryAfter, planAfterAttempt, type AttemptPlan } from "../../domain/webhook-retry.ts";
 import { endpointWants, type DispatchResult } from "../../domain/webhooks.ts";
 import type { SystemContext } from "../context.ts";
 import { recordEvent } from "../events/record-event.ts";
 import { deliveryHeaders } from "./sign-delivery.ts";
 import { fetchTransport } from "./transport.ts";
-import { RefusedTarget, resolveDeliveryTarget } from "./webhook-target.ts";
+import { resolveDeliveryTarget } from "./webhook-target.ts";
 
 export interface DispatchInput {
   /** Claim deliveries due at this time (default: the clock's now). */
@@ -133,7 +134,8 @@ async function attemptDelivery(ctx: SystemContext, delivery: ClaimedDelivery, ra
       error = `redirects are not followed${response.headers.location ? ` (Location: ${response.headers.location.slice(0, 200)})` : ""}`;
     }
   } catch (caught) {
-    error = caught instanceof RefusedTarget ? caught.message : `${(caught as Error).message}`.slice(0, 500);
+    // A class only: the runtime's text would tell viewers which hosts and ports answer (docs/design.md §14.7).
+    error = classifyAttemptFailure(caught);
   }
   latencyMs ??= performance.now() - started;
 

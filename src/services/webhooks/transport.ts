@@ -26,7 +26,7 @@ export interface WebhookResponse {
 export interface WebhookTransport {
   /** Every A and AAAA address of a host name; rejects when it does not resolve. Absent: this runtime cannot resolve. */
   resolve?(hostname: string): Promise<string[]>;
-  /** One POST; never follows a redirect; rejects on timeout or a connection error, with a readable message. */
+  /** One POST; never follows a redirect; rejects on timeout or a connection error, with a readable message and the error's `code`. */
   send(request: WebhookRequest): Promise<WebhookResponse>;
 }
 
@@ -47,8 +47,8 @@ export const fetchTransport: WebhookTransport = {
       });
     } catch (error) {
       const name = (error as Error).name;
-      if (name === "TimeoutError" || name === "AbortError") throw new Error(`timed out after ${request.timeoutMs / 1000} s`);
-      throw new Error(`connection failed: ${(error as Error).message}`);
+      if (name === "TimeoutError" || name === "AbortError") throw Object.assign(new Error(`timed out after ${request.timeoutMs / 1000} s`), { code: "ETIMEDOUT" });
+      throw new Error(`connection failed: ${(error as Error).message}`, { cause: error }); // the cause keeps the socket error's code
     }
     const latencyMs = performance.now() - started;
     const headers: Record<string, string> = {};

@@ -16,7 +16,7 @@ const loop = startWebhookDispatcher({
     clock: systemClock,
     config: {
       ...DEFAULT_APP_CONFIG,
-      webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true, leaseSeconds: Number(process.env.LEASE_SECONDS ?? 30) },
+      webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true, allowHttp: true, leaseSeconds: Number(process.env.LEASE_SECONDS ?? 30) },
     },
     webhookTransport: nodeWebhookTransport,
   },
