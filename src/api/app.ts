@@ -19,6 +19,7 @@ import { registerWebhookRoutes } from "../../routes/webhooks/index.ts";
 import { zodIssuesToFieldErrors } from "../domain/deployment-spec.ts";
 import { InvalidRequest, NotFound } from "../domain/errors.ts";
 import { PrincipalCache } from "../services/auth/principal-cache.ts";
+import { errorForLog } from "../services/log-error.ts";
 import { requireBearer } from "./auth.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
 import { registerApiReference, type DocsAssets } from "./docs.ts";
@@ -87,7 +88,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   app.onError((error, c) => {
     const problem = problemFromError(error, c.get("requestId") ?? "");
     if (problem.status >= 500) {
-      deps.logger.error({ requestId: c.get("requestId"), err: String(error), stack: (error as Error).stack }, "request failed");
+      deps.logger.error({ requestId: c.get("requestId"), err: errorForLog(error) }, "request failed");
     }
     const headers: Record<string, string> = {};
     if (problem.status === 412 && typeof problem.currentETag === "string") headers.ETag = problem.currentETag;

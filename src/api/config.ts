@@ -1,9 +1,20 @@
 // Configuration is parsed once, at start, from the environment; a bad value stops
 // start-up with a message naming the variable. Nothing reads process.env later.
 import { z } from "zod";
+import { decodeSecretKey } from "../domain/secret-envelope.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from "../domain/webhook-retry.ts";
 
 const DRIVERS = ["pglite", "postgres", "neon"] as const;
+
+/** A server key (BERTH_SECRET_KEY, §14.3) as its 32 bytes; the message says how to make one. */
+const secretKeyText = (text: string, ctx: z.RefinementCtx) => {
+  try {
+    return decodeSecretKey(text);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+    return z.NEVER;
+  }
+};
 
 export const Config = z
   .object({
@@ -33,6 +44,13 @@ export const Config = z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
       .default("false")
       .transform((value) => value === "true" || value === "1"),
+    /** Seals stored secrets; without it a PGlite start generates one into BERTH_DATA_DIR, other drivers refuse. */
+    BERTH_SECRET_KEY: z.string().transform(secretKeyText).optional(),
+    /** Older keys, comma-separated: they still open what they sealed, and start-up re-seals it with BERTH_SECRET_KEY. */
+    BERTH_SECRET_KEYS_PREVIOUS: z
+      .string()
+      .transform((text, ctx) => text.split(",").filter((part) => part.trim() !== "").map((part) => secretKeyText(part, ctx)))
+      .optional(),
     // false when a separate `berth migrate` Job owns migrations (deploy/api): replicas then never race them at start.
     BERTH_MIGRATE: z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
@@ -51,6 +69,8 @@ export const Config = z
     webhookRetrySchedule: env.BERTH_WEBHOOK_RETRY_SCHEDULE ?? [...DEFAULT_RETRY_SCHEDULE_SECONDS],
     webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE,
     migrateOnStart: env.BERTH_MIGRATE,
+    secretKey: env.BERTH_SECRET_KEY,
+    previousSecretKeys: env.BERTH_SECRET_KEYS_PREVIOUS ?? [],
   }));
 
 export type Config = z.output<typeof Config>;

@@ -2,7 +2,7 @@
 // @hono/node-server, pino logs, the docs bundle read from node_modules and the pinning
 // webhook transport.
 import { serve, type ServerType } from "@hono/node-server";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import pino from "pino";
@@ -10,7 +10,7 @@ import type { Database } from "../../db/client.ts";
 import { earlyAnswerServerOptions } from "../node-http/early-answers.ts";
 import type { Config } from "./config.ts";
 import type { DocsAssets } from "./docs.ts";
-import { openDatabase as openEntryDatabase, prepareApi } from "./start.ts";
+import { openDatabase as openEntryDatabase, prepareApi, type KeyFileStore } from "./start.ts";
 import { nodeWebhookTransport } from "./webhook-transport-node.ts";
 
 const makeDirectory = async (path: string) => void (await mkdir(path, { recursive: true }));
@@ -18,6 +18,27 @@ const makeDirectory = async (path: string) => void (await mkdir(path, { recursiv
 export function openDatabase(config: Config): Promise<Database> {
   return openEntryDatabase(config, makeDirectory);
 }
+
+/** The generated server key file: created exclusively (wx), owner-only. */
+export const nodeKeyFile: KeyFileStore = {
+  read: async (path) => {
+    try {
+      return await readFile(path, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  },
+  create: async (path, text) => {
+    try {
+      await writeFile(path, text, { mode: 0o600, flag: "wx" });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+      throw error;
+    }
+  },
+};
 
 /** The /docs UI bundle from node_modules (the package exports no path to it, so go via its entry). */
 export const nodeDocsAssets: DocsAssets = {
@@ -49,6 +70,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     notify: (text) => process.stderr.write(text),
     makeDirectory,
     webhookTransport: nodeWebhookTransport,
+    keyFile: nodeKeyFile,
   });
   let server: ServerType;
   try {

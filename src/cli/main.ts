@@ -89,6 +89,13 @@ const USER_COMMANDS: Record<string, () => Promise<{ run(args: string[]): Promise
   plan: () => import("./commands/plan.ts"),
 };
 
+/** A server that failed to start: the error as logs carry it (§14.3), no query text or parameters. */
+async function reportStartFailure(command: string, error: unknown): Promise<number> {
+  const { errorForLog } = await import("../services/log-error.ts");
+  process.stderr.write(`berth ${command}: ${JSON.stringify(errorForLog(error), null, 2)}\n`);
+  return 1;
+}
+
 /** Loaded on demand: `sim-engine` and `router` start many times at once and need none of it. */
 async function loadConfig(command: string, overrides: Partial<Config> = {}): Promise<Config> {
   const { parseConfig } = await import("../api/config.ts");
@@ -131,8 +138,13 @@ async function main(argv: string[]): Promise<number | void> {
         try {
           server = await startServer(config);
         } catch (error) {
+          const { StartRefused } = await import("../api/start.ts");
+          if (error instanceof StartRefused) {
+            process.stderr.write(`berth serve: ${error.message}\n`);
+            return 2;
+          }
           const line = listenFailure(error, config);
-          if (!line) throw error;
+          if (!line) process.exit(await reportStartFailure("serve", error));
           process.stderr.write(`berth serve: ${line}\n`);
           return 1;
         }
@@ -151,8 +163,13 @@ async function main(argv: string[]): Promise<number | void> {
         try {
           await runUp(config, options, process.env);
         } catch (error) {
+          const { StartRefused } = await import("../api/start.ts");
+          if (error instanceof StartRefused) {
+            process.stderr.write(`berth up: ${error.message}\n`);
+            return 2;
+          }
           const line = listenFailure(error, config);
-          if (!line) throw error;
+          if (!line) process.exit(await reportStartFailure("up", error));
           process.stderr.write(`berth up: ${line}\n`);
           process.exit(1);
         }

@@ -3,6 +3,7 @@
 import type { Db } from "../../db/client.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
+import type { SecretKeyring } from "../domain/secret-envelope.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../domain/webhook-retry.ts";
 import type { PrincipalCache } from "./auth/principal-cache.ts";
 import type { WebhookTransport } from "./webhooks/transport.ts";
@@ -36,6 +37,12 @@ export interface AppConfig {
   /** After this long without an event, a stream sends a comment so proxies keep it open. */
   streamHeartbeatMs: number;
   webhooks: WebhookConfig;
+  /**
+   * BERTH_SECRET_KEY (seals) and BERTH_SECRET_KEYS_PREVIOUS (still open): what stored secrets are
+   * encrypted with (docs/design.md §14.3). The serve entries always set it; only an app that
+   * stores nothing (the OpenAPI generator) goes without, and then sealing or opening throws.
+   */
+  secretKeys?: SecretKeyring;
 }
 
 /** Webhook delivery (docs/design.md §10). */
