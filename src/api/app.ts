@@ -88,7 +88,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   app.onError((error, c) => {
     const problem = problemFromError(error, c.get("requestId") ?? "");
     if (problem.status >= 500) {
-      deps.logger.error({ requestId: c.get("requestId"), err: errorForLog(error) }, "request failed");
+      deps.logger.error({ requestId: c.get("requestId"), error: errorForLog(error) }, "request failed");
     }
     const headers: Record<string, string> = {};
     if (problem.status === 412 && typeof problem.currentETag === "string") headers.ETag = problem.currentETag;

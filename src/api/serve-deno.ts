@@ -78,7 +78,7 @@ async function main(): Promise<void> {
   // minute where isolates sleep between requests (Deno Deploy). Passes may overlap safely.
   if (typeof Deno.cron === "function") {
     void Deno.cron("berth webhook dispatch", "* * * * *", async () => {
-      await api.dispatchOnce().catch((error: unknown) => logger.warn({ err: errorForLog(error) }, "webhook cron pass failed"));
+      await api.dispatchOnce().catch((error: unknown) => logger.warn({ error: errorForLog(error) }, "webhook cron pass failed"));
     });
   }
   const server = Deno.serve(

@@ -46,7 +46,7 @@ export function streamPolled(c: Context<AppEnv>, source: PolledStream): Response
         batch = await source.poll(after);
       } catch (error) {
         // The client reconnects with Last-Event-ID and loses nothing.
-        logger.warn({ requestId: c.get("requestId"), err: errorForLog(error) }, "event stream poll failed; closing it");
+        logger.warn({ requestId: c.get("requestId"), error: errorForLog(error) }, "event stream poll failed; closing it");
         await stream.writeSSE({ event: "error", data: JSON.stringify({ detail: "The stream stopped; reconnect with Last-Event-ID." }) });
         return;
       }

@@ -157,7 +157,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
   });
   const maintenance = setInterval(() => {
     runMaintenance({ ctx }).catch((error: unknown) =>
-      runtime.logger.warn({ err: errorForLog(error) }, "maintenance failed; will retry"),
+      runtime.logger.warn({ error: errorForLog(error) }, "maintenance failed; will retry"),
     );
   }, MAINTENANCE_INTERVAL_MS);
   // Node: housekeeping alone must not keep the process alive.

@@ -62,7 +62,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): DispatcherLo
     });
 
   const unlisten = options.listen?.(EVENTS_CHANNEL, wakeOne).catch((error: unknown) => {
-    logger.warn({ err: errorForLog(error) }, "webhook dispatcher: LISTEN failed; polling only");
+    logger.warn({ error: errorForLog(error) }, "webhook dispatcher: LISTEN failed; polling only");
     return undefined;
   });
 
@@ -74,7 +74,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): DispatcherLo
         busy = (await dispatchWebhooks({ ctx })).more;
       } catch (error) {
         if (stopped) break;
-        logger.warn({ err: errorForLog(error) }, "webhook dispatch failed; will retry");
+        logger.warn({ error: errorForLog(error) }, "webhook dispatch failed; will retry");
         await sleep(ERROR_PAUSE_MS);
         continue;
       }

@@ -4,6 +4,8 @@
 // PostgreSQL's `invalid input syntax for type …: "<value>"`, a `detail` quoting a key — so a
 // logged error keeps its class, SQLSTATE `code`, a message with quoted values removed, its
 // stack frames and its causes, and nothing else (no detail, hint, where, query or parameters).
+// Entries log it under `error`, not `err`: pino's own `err` serializer would rebuild the
+// message from every cause's and drop the code.
 
 export interface LoggedError {
   type: string;
