@@ -11,7 +11,7 @@ const USAGE = `usage: berth <command>
 commands:
   up [--reset] [--port N] [--verbose]
                         the API, a simulated GPU cluster and an agent in one command (npm start)
-  serve [--port N]      run the API (PORT, HOST, DATABASE_URL, BERTH_DATA_DIR, BERTH_ADMIN_TOKEN)
+  serve [--port N]      run the API (PORT, HOST, DATABASE_URL, BERTH_DATA_DIR, BERTH_ADMIN_TOKEN, BERTH_SECRET_KEY)
   migrate               apply database migrations and exit
   openapi [--out FILE]  print (or write) the OpenAPI 3.1 document
   sim-engine [flags] -- <vllm or sglang command line>
@@ -48,7 +48,10 @@ Runs the API. Configuration from the environment:
   PORT (default 8787; --port wins), HOST (default 127.0.0.1; --host wins), DATABASE_URL
   (postgres://…, a PGlite directory or memory://; default: PGlite in $BERTH_DATA_DIR/db),
   BERTH_DATA_DIR (default ./.berth), BERTH_ADMIN_TOKEN (your own admin bearer token, 16 or
-  more characters), LOG_LEVEL (trace|debug|info|warn|error|silent, default info).`;
+  more characters), BERTH_SECRET_KEY (32 random bytes in base64, e.g. \`openssl rand -base64 32\`:
+  encrypts stored secrets; required with PostgreSQL, generated into $BERTH_DATA_DIR/secret-key for
+  PGlite) and BERTH_SECRET_KEYS_PREVIOUS (older keys, comma-separated, after a rotation),
+  LOG_LEVEL (trace|debug|info|warn|error|silent, default info).`;
 
 const MIGRATE_USAGE = `usage: berth migrate
 
