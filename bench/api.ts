@@ -22,6 +22,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { startPostgresServer, type PostgresServer } from "../test/support/postgres-server.ts";
 import { printTable as printRows } from "./support/table.ts";
+import { generateSecretKey } from "../src/domain/secret-envelope.ts";
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
 const WARMUP_S = 2;
@@ -158,6 +159,7 @@ async function startServers(databaseUrl: string): Promise<{ child: ChildProcess;
       PORT: "0",
       DATABASE_URL: databaseUrl,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
+      BERTH_SECRET_KEY: generateSecretKey(), // required with PostgreSQL (docs/design.md §14.3)
       LOG_LEVEL: "silent",
     },
   });
