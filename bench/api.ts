@@ -23,6 +23,7 @@ import pg from "pg";
 import { startPostgresServer, type PostgresServer } from "../test/support/postgres-server.ts";
 import { call, stopChild } from "./support/api-process.ts";
 import { printTable as printRows } from "./support/table.ts";
+import { generateSecretKey } from "../src/domain/secret-envelope.ts";
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
 const WARMUP_S = 2;
@@ -159,6 +160,7 @@ async function startServers(databaseUrl: string): Promise<{ child: ChildProcess;
       PORT: "0",
       DATABASE_URL: databaseUrl,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
+      BERTH_SECRET_KEY: generateSecretKey(), // required with PostgreSQL (docs/design.md §14.3)
       LOG_LEVEL: "silent",
     },
   });

@@ -26,6 +26,7 @@ import { deliveryHeaders } from "../src/services/webhooks/sign-delivery.ts";
 import { startPostgresServer, type PostgresServer } from "../test/support/postgres-server.ts";
 import { preciseNow, startReceiver, type Receiver } from "../test/webhooks/support/receiver.ts";
 import { printTable as printRows } from "./support/table.ts";
+import { generateSecretKey } from "../src/domain/secret-envelope.ts";
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 20);
 const WARMUP_S = 3;
@@ -110,6 +111,7 @@ async function startServe(databaseUrl: string): Promise<{ child: ChildProcess; u
       PORT: "0",
       DATABASE_URL: databaseUrl,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
+      BERTH_SECRET_KEY: generateSecretKey(), // required with PostgreSQL (docs/design.md §14.3)
       BERTH_WEBHOOK_ALLOW_PRIVATE: "true", // the receiver is on loopback
       LOG_LEVEL: "info", // for the listen line; the dispatcher logs nothing per delivery
     },

@@ -288,9 +288,9 @@ export const events = pgTable(
 );
 
 /**
- * Webhook endpoints. The signing secret is kept in clear text because signing needs it
- * (unlike API keys, which are stored as hashes); the previous secret keeps signing for
- * 24 h after a rotation. `startSeq` is the last event seq when the endpoint was created:
+ * Webhook endpoints. Signing needs the secret itself (unlike API keys, which are stored as
+ * hashes), so it is kept sealed with the server key (src/services/secrets.ts, §14.3); the
+ * previous secret keeps signing for 24 h after a rotation. `startSeq` is the last event seq when the endpoint was created:
  * only later events go to it.
  */
 export const webhookEndpoints = pgTable(
@@ -305,8 +305,12 @@ export const webhookEndpoints = pgTable(
     enabled: boolean("enabled").notNull(),
     /** user | gone | failing; null while enabled. */
     disabledReason: text("disabled_reason"),
-    secret: text("secret").notNull(),
+    /** Clear text from before secrets were sealed; the first start with a key seals it and clears this. */
+    secret: text("secret"),
     previousSecret: text("previous_secret"),
+    /** The signing secrets, sealed (s1.… envelopes bound to this row and column). */
+    secretSealed: text("secret_sealed"),
+    previousSecretSealed: text("previous_secret_sealed"),
     previousSecretExpiresAt: timestamp("previous_secret_expires_at", { withTimezone: true, mode: "date" }),
     /** Since when every attempt has failed; null while healthy. */
     failingSince: timestamp("failing_since", { withTimezone: true, mode: "date" }),

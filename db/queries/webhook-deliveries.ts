@@ -148,8 +148,11 @@ export interface ClaimedDelivery {
   endpointId: string;
   projectId: string | null;
   url: string;
-  secret: string;
+  /** Clear text only on rows from before sealing (§14.3); otherwise null and the sealed column is set. */
+  secret: string | null;
   previousSecret: string | null;
+  secretSealed: string | null;
+  previousSecretSealed: string | null;
   previousSecretExpiresAt: Date | null;
   failingSince: Date | null;
   eventId: string;
@@ -188,6 +191,7 @@ export async function claimDueDeliveries(
       returning id, endpoint_id, event_id, run_attempts, lease_token
     )
     select c.id, c.run_attempts, c.lease_token, e.id as endpoint_id, e.project_id, e.url, e.secret, e.previous_secret,
+           e.secret_sealed, e.previous_secret_sealed,
            e.previous_secret_expires_at, e.failing_since, ev.id as event_id, ev.type as event_type, ev.occurred_at, ev.data
       from claimed c
       join ${webhookEndpoints} e on e.id = c.endpoint_id
@@ -201,8 +205,10 @@ export async function claimDueDeliveries(
     endpointId: row.endpoint_id as string,
     projectId: (row.project_id as string | null) ?? null,
     url: row.url as string,
-    secret: row.secret as string,
+    secret: (row.secret as string | null) ?? null,
     previousSecret: (row.previous_secret as string | null) ?? null,
+    secretSealed: (row.secret_sealed as string | null) ?? null,
+    previousSecretSealed: (row.previous_secret_sealed as string | null) ?? null,
     previousSecretExpiresAt: date(row.previous_secret_expires_at),
     failingSince: date(row.failing_since),
     eventId: row.event_id as string,

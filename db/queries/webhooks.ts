@@ -59,6 +59,8 @@ export type WebhookEndpointChanges = Partial<
     | "disabledReason"
     | "secret"
     | "previousSecret"
+    | "secretSealed"
+    | "previousSecretSealed"
     | "previousSecretExpiresAt"
     | "failingSince"
   >

@@ -130,6 +130,10 @@ function apiObjects() {
       ...databaseEnv,
       // Optional: the operator's own admin bearer token; without it the first start prints a key once.
       fromSecret("BERTH_ADMIN_TOKEN", DATABASE_SECRET, "BERTH_ADMIN_TOKEN", true),
+      // Required: every replica seals and opens stored secrets with the same key (docs/design.md §14.3).
+      fromSecret("BERTH_SECRET_KEY", DATABASE_SECRET),
+      // Optional: older keys that still open what they sealed, after a rotation.
+      fromSecret("BERTH_SECRET_KEYS_PREVIOUS", DATABASE_SECRET, "BERTH_SECRET_KEYS_PREVIOUS", true),
     ],
     ports: [{ name: "http", containerPort: API_PORT }],
     // Start-up (Node, the TypeScript loader, the database pool) may take a while on a busy node:
@@ -342,7 +346,7 @@ export function renderBundles(): Record<string, string> {
       resources: [...Object.keys(apiFiles), "migrations"],
       images: [{ name: IMAGE, newTag: BERTH_VERSION }],
     },
-    `The berth API in ${API_NAMESPACE}. Create the Secret ${DATABASE_SECRET} (DATABASE_URL, optional BERTH_ADMIN_TOKEN) first: docs/install.md.`,
+    `The berth API in ${API_NAMESPACE}. Create the Secret ${DATABASE_SECRET} (DATABASE_URL, BERTH_SECRET_KEY, optional BERTH_ADMIN_TOKEN) first: docs/install.md.`,
   );
   files["deploy/api/migrations/job.yaml"] = yamlOf([api.job as KubernetesObject], GENERATED);
   files["deploy/api/migrations/kustomization.yaml"] = kustomization(

@@ -100,7 +100,7 @@ export function mergeEnv(
   engine: EngineName,
   owned: readonly V1EnvVar[],
   defaults: readonly V1EnvVar[],
-  user: readonly { name: string; value: string }[],
+  user: readonly Pick<V1EnvVar, "name" | "value" | "valueFrom">[],
   options: { takeOver: boolean },
 ): V1EnvVar[] {
   const ownedNames = new Set(owned.map((e) => e.name));
@@ -115,7 +115,8 @@ export function mergeEnv(
   for (const e of accepted) {
     if (seen.has(e.name)) continue; // a user list naming a variable twice keeps its first value
     seen.add(e.name);
-    out.push({ name: e.name, value: e.value });
+    // A Secret reference goes to the pod as written: the kubelet reads the Secret, berth never does.
+    out.push(e.valueFrom ? { name: e.name, valueFrom: e.valueFrom } : { name: e.name, value: e.value });
   }
   return out;
 }

@@ -21,6 +21,7 @@ import { InvalidRequest, NotFound } from "../domain/errors.ts";
 import { PrincipalCache } from "../services/auth/principal-cache.ts";
 import { OpenSlots } from "../services/rate-limits/open-slots.ts";
 import { RequestLimiter } from "../services/rate-limits/request-limiter.ts";
+import { errorForLog } from "../services/log-error.ts";
 import { requireBearer, requireMetricsToken } from "./auth.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
 import { registerApiReference, type DocsAssets } from "./docs.ts";
@@ -94,7 +95,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   app.onError((error, c) => {
     const problem = problemFromError(error, c.get("requestId") ?? "");
     if (problem.status >= 500) {
-      deps.logger.error({ requestId: c.get("requestId"), err: String(error), stack: (error as Error).stack }, "request failed");
+      deps.logger.error({ requestId: c.get("requestId"), error: errorForLog(error) }, "request failed");
     }
     const headers: Record<string, string> = {};
     if (problem.status === 412 && typeof problem.currentETag === "string") headers.ETag = problem.currentETag;

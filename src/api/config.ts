@@ -2,6 +2,7 @@
 // start-up with a message naming the variable. Nothing reads process.env later.
 import { z } from "zod";
 import { parseCidrList } from "../domain/client-address.ts";
+import { decodeSecretKey } from "../domain/secret-envelope.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from "../domain/webhook-retry.ts";
 import { DEFAULT_RATE_LIMITS } from "../services/rate-limits/config.ts";
 
@@ -12,6 +13,15 @@ const flag = (fallback: "true" | "false") =>
   z.enum(["true", "false", "1", "0"], { error: "must be true or false" }).default(fallback).transform((value) => value === "true" || value === "1");
 /** A whole number of requests, streams or endpoints, with its default (docs/design.md §14.2). */
 const count = (min: number, fallback: number, max = 1_000_000) => z.coerce.number().int().min(min).max(max).default(fallback);
+/** A server key (BERTH_SECRET_KEY, §14.3) as its 32 bytes; the message says how to make one. */
+const secretKeyText = (text: string, ctx: z.RefinementCtx) => {
+  try {
+    return decodeSecretKey(text);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+    return z.NEVER;
+  }
+};
 
 export const Config = z
   .object({
@@ -48,6 +58,13 @@ export const Config = z
       .transform((value) => value === "true" || value === "1"),
     // Unset: /metrics is open (deploy/api's NetworkPolicy bounds who reaches it); set: a bearer token is required.
     BERTH_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+    /** Seals stored secrets; without it a PGlite start generates one into BERTH_DATA_DIR, other drivers refuse. */
+    BERTH_SECRET_KEY: z.string().transform(secretKeyText).optional(),
+    /** Older keys, comma-separated: they still open what they sealed, and start-up re-seals it with BERTH_SECRET_KEY. */
+    BERTH_SECRET_KEYS_PREVIOUS: z
+      .string()
+      .transform((text, ctx) => text.split(",").filter((part) => part.trim() !== "").map((part) => secretKeyText(part, ctx)))
+      .optional(),
     // false when a separate `berth migrate` Job owns migrations (deploy/api): replicas then never race them at start.
     BERTH_MIGRATE: z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
@@ -106,6 +123,8 @@ export const Config = z
       webhooksPerProject: env.BERTH_RATE_LIMIT_WEBHOOKS_PER_PROJECT,
       trustedProxies: env.BERTH_TRUSTED_PROXIES,
     },
+    secretKey: env.BERTH_SECRET_KEY,
+    previousSecretKeys: env.BERTH_SECRET_KEYS_PREVIOUS ?? [],
   }));
 
 export type Config = z.output<typeof Config>;

@@ -4,7 +4,8 @@
 import { parseConfig, type Config } from "./config.ts";
 import type { DocsAssets } from "./docs.ts";
 import { consoleLogger, type Logger } from "./env.ts";
-import { prepareApi } from "./start.ts";
+import { errorForLog } from "../services/log-error.ts";
+import { prepareApi, StartRefused } from "./start.ts";
 import { nodeWebhookTransport } from "./webhook-transport-node.ts";
 
 // The slice of the Deno namespace this file uses, declared here so `tsc` (which has no Deno
@@ -13,6 +14,9 @@ declare const Deno: {
   env: { toObject(): Record<string, string> };
   mkdir(path: string, options: { recursive: boolean }): Promise<void>;
   readFile(path: URL): Promise<Uint8Array>;
+  readTextFile(path: string): Promise<string>;
+  writeTextFile(path: string, text: string, options: { mode: number; createNew: boolean }): Promise<void>;
+  errors: { NotFound: new () => Error; AlreadyExists: new () => Error };
   stderr: { writeSync(bytes: Uint8Array): number };
   addSignalListener(signal: "SIGINT" | "SIGTERM", handler: () => void): void;
   exit(code: number): never;
@@ -59,12 +63,24 @@ async function main(): Promise<void> {
     webhookTransport: nodeWebhookTransport,
     // Deno.serve passes its ServeHandlerInfo as the second argument of fetch, which Hono keeps as c.env.
     peerAddress: (c) => (c.env as { remoteAddr?: { hostname?: string } } | undefined)?.remoteAddr?.hostname,
+    keyFile: {
+      read: (path) => Deno.readTextFile(path).catch((error: unknown) => (error instanceof Deno.errors.NotFound ? undefined : Promise.reject(error))),
+      create: (path, text) =>
+        Deno.writeTextFile(path, text, { mode: 0o600, createNew: true }).then(
+          () => true,
+          (error: unknown) => (error instanceof Deno.errors.AlreadyExists ? false : Promise.reject(error)),
+        ),
+    },
+  }).catch((error: unknown) => {
+    if (!(error instanceof StartRefused)) throw error;
+    console.error(`berth: ${error.message}`);
+    Deno.exit(2);
   });
   // The dispatcher loop runs while this process lives; Deno.cron also runs a pass every
   // minute where isolates sleep between requests (Deno Deploy). Passes may overlap safely.
   if (typeof Deno.cron === "function") {
     void Deno.cron("berth webhook dispatch", "* * * * *", async () => {
-      await api.dispatchOnce().catch((error: unknown) => logger.warn({ err: String(error) }, "webhook cron pass failed"));
+      await api.dispatchOnce().catch((error: unknown) => logger.warn({ error: errorForLog(error) }, "webhook cron pass failed"));
     });
   }
   const server = Deno.serve(

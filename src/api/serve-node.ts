@@ -3,7 +3,7 @@
 // webhook transport.
 import { serve, type ServerType } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import pino from "pino";
@@ -11,7 +11,7 @@ import type { Database } from "../../db/client.ts";
 import { earlyAnswerServerOptions } from "../node-http/early-answers.ts";
 import type { Config } from "./config.ts";
 import type { DocsAssets } from "./docs.ts";
-import { openDatabase as openEntryDatabase, prepareApi } from "./start.ts";
+import { openDatabase as openEntryDatabase, prepareApi, type KeyFileStore } from "./start.ts";
 import { nodeWebhookTransport } from "./webhook-transport-node.ts";
 
 const makeDirectory = async (path: string) => void (await mkdir(path, { recursive: true }));
@@ -19,6 +19,27 @@ const makeDirectory = async (path: string) => void (await mkdir(path, { recursiv
 export function openDatabase(config: Config): Promise<Database> {
   return openEntryDatabase(config, makeDirectory);
 }
+
+/** The generated server key file: created exclusively (wx), owner-only. */
+export const nodeKeyFile: KeyFileStore = {
+  read: async (path) => {
+    try {
+      return await readFile(path, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  },
+  create: async (path, text) => {
+    try {
+      await writeFile(path, text, { mode: 0o600, flag: "wx" });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+      throw error;
+    }
+  },
+};
 
 /** The /docs UI bundle from node_modules (the package exports no path to it, so go via its entry). */
 export const nodeDocsAssets: DocsAssets = {
@@ -51,6 +72,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     makeDirectory,
     webhookTransport: nodeWebhookTransport,
     peerAddress: (c) => getConnInfo(c).remote.address,
+    keyFile: nodeKeyFile,
   });
   let server: ServerType;
   try {

@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import { streamSSE, type SSEStreamingApi } from "hono/streaming";
 import type { AppEnv } from "./env.ts";
 import { holdSlot } from "./rate-limit.ts";
+import { errorForLog } from "../services/log-error.ts";
 
 export interface StreamItem {
   id: number;
@@ -48,7 +49,7 @@ export function streamPolled(c: Context<AppEnv>, source: PolledStream): Response
         batch = await source.poll(after);
       } catch (error) {
         // The client reconnects with Last-Event-ID and loses nothing.
-        logger.warn({ requestId: c.get("requestId"), err: String(error) }, "event stream poll failed; closing it");
+        logger.warn({ requestId: c.get("requestId"), error: errorForLog(error) }, "event stream poll failed; closing it");
         await stream.writeSSE({ event: "error", data: JSON.stringify({ detail: "The stream stopped; reconnect with Last-Event-ID." }) });
         return;
       }

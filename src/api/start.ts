@@ -7,10 +7,13 @@ import { prometheus } from "@hono/prometheus";
 import { Registry } from "prom-client";
 import { createDatabase, inferDriver, type Database } from "../../db/client.ts";
 import { systemClock } from "../domain/clock.ts";
+import { decodeSecretKey, generateSecretKey, loadKeyring, type SecretKeyring } from "../domain/secret-envelope.ts";
 import { bootstrapInstallation } from "../services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../services/context.ts";
+import { errorForLog } from "../services/log-error.ts";
 import { MAINTENANCE_INTERVAL_MS, runMaintenance } from "../services/maintenance.ts";
 import { dispatchWebhooks } from "../services/webhooks/dispatch-webhooks.ts";
+import { sealEndpointSecrets } from "../services/webhooks/endpoint-secrets.ts";
 import type { WebhookTransport } from "../services/webhooks/transport.ts";
 import { createApp } from "./app.ts";
 import type { Config } from "./config.ts";
@@ -29,6 +32,64 @@ export interface EntryRuntime {
   webhookTransport?: WebhookTransport;
   /** The socket's peer address, from the runtime's connection info (rate limits per client address). */
   peerAddress?: AppDeps["peerAddress"];
+  /** Reads and creates the generated server key file (absent: a PGlite start without BERTH_SECRET_KEY refuses). */
+  keyFile?: KeyFileStore;
+}
+
+export interface KeyFileStore {
+  /** The file's text, or undefined when there is no such file. */
+  read(path: string): Promise<string | undefined>;
+  /** Creates the file readable by its owner only (0600); false when it already exists (another start won). */
+  create(path: string, text: string): Promise<boolean>;
+}
+
+/** A start refused for its configuration; the message names the variable and the way out. */
+export class StartRefused extends Error {}
+
+/** Where a PGlite installation without BERTH_SECRET_KEY keeps the key it generated. */
+export const SECRET_KEY_FILE = "secret-key";
+
+/**
+ * The keyring from BERTH_SECRET_KEY and BERTH_SECRET_KEYS_PREVIOUS. Without a key, a local
+ * (PGlite) installation generates one beside its database, once; a shared database
+ * (PostgreSQL, Neon) refuses, since every instance must hold the same key and a key made up
+ * by one of them would leave the others unable to read what it sealed.
+ */
+export async function resolveSecretKeys(config: Config, runtime: EntryRuntime): Promise<SecretKeyring> {
+  const previous = config.previousSecretKeys;
+  if (config.secretKey) return loadKeyring(config.secretKey, previous);
+  const driver = config.databaseDriver ?? inferDriver(config.databaseUrl);
+  if (driver !== "pglite") {
+    throw new StartRefused(
+      `BERTH_SECRET_KEY is required with a ${driver} database: it encrypts webhook secrets and stored Idempotency-Key ` +
+        "responses. Generate one with `openssl rand -base64 32`, give every API instance the same value, and keep it " +
+        "with the database's backups (without it they cannot be read).",
+    );
+  }
+  if (config.databaseUrl?.startsWith("memory://")) {
+    runtime.logger.info({}, "BERTH_SECRET_KEY is not set; generated a key for this in-memory database (it ends with the process)");
+    return loadKeyring(decodeSecretKey(generateSecretKey()), previous);
+  }
+  if (!runtime.keyFile) {
+    throw new StartRefused("BERTH_SECRET_KEY is not set and this runtime cannot keep a key file; set it (`openssl rand -base64 32`).");
+  }
+  const path = `${config.dataDir.replace(/\/+$/, "")}/${SECRET_KEY_FILE}`;
+  let text = await runtime.keyFile.read(path);
+  if (text === undefined) {
+    await runtime.makeDirectory(config.dataDir);
+    if (await runtime.keyFile.create(path, generateSecretKey() + "\n")) {
+      runtime.logger.warn(
+        { path },
+        "BERTH_SECRET_KEY is not set; generated a server key into the data directory (mode 0600). Back it up with the data directory: stored secrets cannot be read without it",
+      );
+    }
+    text = await runtime.keyFile.read(path);
+  }
+  try {
+    return await loadKeyring(decodeSecretKey(text ?? ""), previous);
+  } catch (error) {
+    throw new StartRefused(`${path} does not hold a server key (${(error as Error).message}); restore it from a backup or set BERTH_SECRET_KEY.`);
+  }
 }
 
 export async function openDatabase(config: Config, makeDirectory: EntryRuntime["makeDirectory"]): Promise<Database> {
@@ -54,11 +115,14 @@ export interface PreparedApi {
 }
 
 export async function prepareApi(config: Config, runtime: EntryRuntime): Promise<PreparedApi> {
+  // Before the database opens: a start without its key must not touch anything.
+  const secretKeys = await resolveSecretKeys(config, runtime);
   const database = await openDatabase(config, runtime.makeDirectory);
   // With BERTH_MIGRATE=false the schema is the migrations Job's job (one run per version).
   if (config.migrateOnStart) await database.migrate();
   const appConfig: AppConfig = {
     ...DEFAULT_APP_CONFIG,
+    secretKeys,
     adminToken: config.adminToken,
     metricsToken: config.metricsToken,
     authCacheSeconds: config.authCacheSeconds,
@@ -71,6 +135,9 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     rateLimits: config.rateLimits,
   };
   const ctx = { db: database.db, clock: systemClock, config: appConfig, webhookTransport: runtime.webhookTransport };
+  // Clear text from before secrets were sealed, and values under an older key: sealed now, before serving.
+  const resealed = await sealEndpointSecrets(ctx);
+  if (resealed > 0) runtime.logger.info({ endpoints: resealed }, "sealed webhook secrets with the current server key");
   const { adminToken } = await bootstrapInstallation({ ctx });
   if (adminToken) {
     // Printed once, on the first start of an empty database; only its hash is stored.
@@ -96,7 +163,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
   });
   const maintenance = setInterval(() => {
     runMaintenance({ ctx }).catch((error: unknown) =>
-      runtime.logger.warn({ err: String(error) }, "maintenance failed; will retry"),
+      runtime.logger.warn({ error: errorForLog(error) }, "maintenance failed; will retry"),
     );
   }, MAINTENANCE_INTERVAL_MS);
   // Node: housekeeping alone must not keep the process alive.

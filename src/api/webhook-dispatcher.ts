@@ -5,6 +5,7 @@
 // memory: stopping (or dying) anywhere loses nothing (see dispatch-webhooks.ts).
 import { EVENTS_CHANNEL } from "../../db/queries/events.ts";
 import type { SystemContext } from "../services/context.ts";
+import { errorForLog } from "../services/log-error.ts";
 import { dispatchWebhooks } from "../services/webhooks/dispatch-webhooks.ts";
 import type { Logger } from "./env.ts";
 
@@ -61,7 +62,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): DispatcherLo
     });
 
   const unlisten = options.listen?.(EVENTS_CHANNEL, wakeOne).catch((error: unknown) => {
-    logger.warn({ err: String(error) }, "webhook dispatcher: LISTEN failed; polling only");
+    logger.warn({ error: errorForLog(error) }, "webhook dispatcher: LISTEN failed; polling only");
     return undefined;
   });
 
@@ -73,7 +74,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): DispatcherLo
         busy = (await dispatchWebhooks({ ctx })).more;
       } catch (error) {
         if (stopped) break;
-        logger.warn({ err: String(error) }, "webhook dispatch failed; will retry");
+        logger.warn({ error: errorForLog(error) }, "webhook dispatch failed; will retry");
         await sleep(ERROR_PAUSE_MS);
         continue;
       }

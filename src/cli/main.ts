@@ -11,7 +11,7 @@ const USAGE = `usage: berth <command>
 commands:
   up [--reset] [--port N] [--verbose]
                         the API, a simulated GPU cluster and an agent in one command (npm start)
-  serve [--port N]      run the API (PORT, HOST, DATABASE_URL, BERTH_DATA_DIR, BERTH_ADMIN_TOKEN)
+  serve [--port N]      run the API (PORT, HOST, DATABASE_URL, BERTH_DATA_DIR, BERTH_ADMIN_TOKEN, BERTH_SECRET_KEY)
   migrate               apply database migrations and exit
   openapi [--out FILE]  print (or write) the OpenAPI 3.1 document
   sim-engine [flags] -- <vllm or sglang command line>
@@ -48,7 +48,10 @@ Runs the API. Configuration from the environment:
   PORT (default 8787; --port wins), HOST (default 127.0.0.1; --host wins), DATABASE_URL
   (postgres://…, a PGlite directory or memory://; default: PGlite in $BERTH_DATA_DIR/db),
   BERTH_DATA_DIR (default ./.berth), BERTH_ADMIN_TOKEN (your own admin bearer token, 16 or
-  more characters), LOG_LEVEL (trace|debug|info|warn|error|silent, default info).`;
+  more characters), BERTH_SECRET_KEY (32 random bytes in base64, e.g. \`openssl rand -base64 32\`:
+  encrypts stored secrets; required with PostgreSQL, generated into $BERTH_DATA_DIR/secret-key for
+  PGlite) and BERTH_SECRET_KEYS_PREVIOUS (older keys, comma-separated, after a rotation),
+  LOG_LEVEL (trace|debug|info|warn|error|silent, default info).`;
 
 const MIGRATE_USAGE = `usage: berth migrate
 
@@ -88,6 +91,13 @@ const USER_COMMANDS: Record<string, () => Promise<{ run(args: string[]): Promise
   webhooks: () => import("./commands/webhooks.ts"),
   plan: () => import("./commands/plan.ts"),
 };
+
+/** A server that failed to start: the error as logs carry it (§14.3), no query text or parameters. */
+async function reportStartFailure(command: string, error: unknown): Promise<number> {
+  const { errorForLog } = await import("../services/log-error.ts");
+  process.stderr.write(`berth ${command}: ${JSON.stringify(errorForLog(error), null, 2)}\n`);
+  return 1;
+}
 
 /** Loaded on demand: `sim-engine` and `router` start many times at once and need none of it. */
 async function loadConfig(command: string, overrides: Partial<Config> = {}): Promise<Config> {
@@ -131,8 +141,13 @@ async function main(argv: string[]): Promise<number | void> {
         try {
           server = await startServer(config);
         } catch (error) {
+          const { StartRefused } = await import("../api/start.ts");
+          if (error instanceof StartRefused) {
+            process.stderr.write(`berth serve: ${error.message}\n`);
+            return 2;
+          }
           const line = listenFailure(error, config);
-          if (!line) throw error;
+          if (!line) process.exit(await reportStartFailure("serve", error));
           process.stderr.write(`berth serve: ${line}\n`);
           return 1;
         }
@@ -151,8 +166,13 @@ async function main(argv: string[]): Promise<number | void> {
         try {
           await runUp(config, options, process.env);
         } catch (error) {
+          const { StartRefused } = await import("../api/start.ts");
+          if (error instanceof StartRefused) {
+            process.stderr.write(`berth up: ${error.message}\n`);
+            return 2;
+          }
           const line = listenFailure(error, config);
-          if (!line) throw error;
+          if (!line) process.exit(await reportStartFailure("up", error));
           process.stderr.write(`berth up: ${line}\n`);
           process.exit(1);
         }

@@ -214,9 +214,35 @@ const Elastic = strictObject({
   maxWidth: count(1, 1024).describe("Largest width a resize may reach. Immutable."),
 });
 
+/** Kubernetes' Secret key rule (a ConfigMap/Secret data key). */
+const SECRET_KEY_NAME = /^[-._a-zA-Z0-9]+$/;
+
+const SecretKeySelector = strictObject({
+  name: kubeName("Secret").describe("A Secret in the deployment's namespace (its project's); berth never reads it."),
+  key: z
+    .string()
+    .min(1)
+    .max(253)
+    .regex(SECRET_KEY_NAME, { error: "must be a Secret key: letters, digits, '-', '_' and '.'" })
+    .describe("The key in the Secret's data."),
+  optional: z.boolean().describe("Start the container even when the Secret or key is missing; defaults to false.").optional(),
+});
+
+// Kubernetes' EnvVar, restricted to what berth renders: a literal value or a Secret's key.
 const EnvVar = strictObject({
   name: z.string().min(1).max(256).regex(ENV_NAME, { error: "must be an environment variable name: letters, digits and '_', not starting with a digit" }).describe("Variable name."),
-  value: z.string().max(32768).describe("Variable value."),
+  value: z.string().max(32768).describe("Variable value. Not with valueFrom.").optional(),
+  valueFrom: strictObject({
+    secretKeyRef: SecretKeySelector.describe("Read the value from a key of a Secret when the pod starts."),
+  })
+    .describe("Where the value comes from instead of `value` (Kubernetes' shape): only secretKeyRef.")
+    .optional(),
+}).superRefine((env, ctx) => {
+  if (env.value !== undefined && env.valueFrom !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["valueFrom"], message: "is mutually exclusive with value; keep one of them" });
+  } else if (env.value === undefined && env.valueFrom === undefined) {
+    ctx.addIssue({ code: "custom", path: ["value"], message: "is required; add it, or read it from a Secret with valueFrom.secretKeyRef" });
+  }
 });
 
 const RolloutInput = strictObject({
@@ -410,7 +436,9 @@ function defaultRole(role: RoleInput): Role {
     },
     ...(role.elastic && { elastic: { width: role.elastic.width, maxWidth: role.elastic.maxWidth } }),
     extraArgs: [...(role.extraArgs ?? [])],
-    env: (role.env ?? []).map((e) => ({ name: e.name, value: e.value })),
+    env: (role.env ?? []).map((e) =>
+      e.valueFrom ? { name: e.name, valueFrom: { secretKeyRef: { ...e.valueFrom.secretKeyRef } } } : { name: e.name, value: e.value ?? "" },
+    ),
     command: [...(role.command ?? [])],
     terminationGracePeriodSeconds: role.terminationGracePeriodSeconds ?? 30,
     rollout: {

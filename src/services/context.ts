@@ -3,6 +3,7 @@
 import type { Db } from "../../db/client.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
+import type { SecretKeyring } from "../domain/secret-envelope.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../domain/webhook-retry.ts";
 import type { PrincipalCache } from "./auth/principal-cache.ts";
 import { DEFAULT_RATE_LIMITS, type RateLimitConfig } from "./rate-limits/config.ts";
@@ -41,6 +42,12 @@ export interface AppConfig {
   webhooks: WebhookConfig;
   /** Request rate limits and caps on streams, long-polls and webhook endpoints (docs/design.md §14.2). */
   rateLimits: RateLimitConfig;
+  /**
+   * BERTH_SECRET_KEY (seals) and BERTH_SECRET_KEYS_PREVIOUS (still open): what stored secrets are
+   * encrypted with (docs/design.md §14.3). The serve entries always set it; only an app that
+   * stores nothing (the OpenAPI generator) goes without, and then sealing or opening throws.
+   */
+  secretKeys?: SecretKeyring;
 }
 
 /** Webhook delivery (docs/design.md §10). */

@@ -2,7 +2,9 @@
 // if it succeeds, its response is kept for the TTL and replayed for the same key and
 // request; the same key with another request is refused; a duplicate arriving while
 // the first still runs gets 409. Failed requests keep nothing, so they can be retried
-// with the same key once fixed.
+// with the same key once fixed. A kept body is sealed with the server key (§14.3): answers
+// such as a new API key's token must not rest in clear text for the TTL, and sealing keeps
+// a replay byte-identical to the first answer.
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -12,6 +14,7 @@ import { IdempotencyInFlight, IdempotencyMismatch, InvalidRequest } from "../dom
 import { sha256Hex } from "../domain/ids.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { SystemContext } from "./context.ts";
+import { openSecret, sealSecret } from "./secrets.ts";
 
 /** A claim older than this whose request never finished (a crash) may be taken over. */
 const IN_FLIGHT_LEASE_MS = 60_000;
@@ -60,10 +63,8 @@ export async function claimIdempotency({
   if (!existing.completed) {
     throw new IdempotencyInFlight(`A request with Idempotency-Key "${input.key}" is still running; retry in a moment.`);
   }
-  return {
-    outcome: "replay",
-    response: { status: existing.responseStatus!, headers: existing.responseHeaders ?? {}, body: existing.responseBody ?? "" },
-  };
+  const body = existing.responseBody ? await openSecret(ctx, existing.responseBody, bodyContext(existing.principal, existing.key)) : "";
+  return { outcome: "replay", response: { status: existing.responseStatus!, headers: existing.responseHeaders ?? {}, body } };
 }
 
 export async function finishIdempotency({
@@ -74,6 +75,13 @@ export async function finishIdempotency({
   input: { principal: Principal; key: string; response: StoredResponse | null };
 }): Promise<void> {
   const principal = principalKey(input.principal);
-  if (input.response) await completeIdempotencyKey(ctx.db, principal, input.key, input.response);
-  else await releaseIdempotencyKey(ctx.db, principal, input.key);
+  if (input.response) {
+    const body = await sealSecret(ctx, input.response.body, bodyContext(principal, input.key));
+    await completeIdempotencyKey(ctx.db, principal, input.key, { ...input.response, body });
+  } else await releaseIdempotencyKey(ctx.db, principal, input.key);
+}
+
+/** The row a stored body belongs to: a body moved to another principal's or key's row does not open. */
+function bodyContext(principal: string, key: string): string {
+  return `idempotency_keys/${principal}/${key}/response_body`;
 }

@@ -9,7 +9,7 @@ import { authenticate } from "../../src/services/auth/authenticate.ts";
 import { DEFAULT_APP_CONFIG, type SystemContext } from "../../src/services/context.ts";
 import { claimIdempotency, finishIdempotency, principalKey } from "../../src/services/idempotency.ts";
 import type { Principal } from "../../src/domain/principal.ts";
-import { ADMIN_TOKEN, createTestApi, deploymentBody, type TestApi } from "../support/api-harness.ts";
+import { ADMIN_TOKEN, createTestApi, deploymentBody, TEST_SECRET_KEYS, type TestApi } from "../support/api-harness.ts";
 
 const DRIVERS_HERE = ["pglite", "postgres"] as const;
 const HOUR = 60 * 60 * 1000;
@@ -33,7 +33,7 @@ describe.each(DRIVERS_HERE)("Idempotency-Key on %s", (driver) => {
 
   beforeAll(async () => {
     api = await createTestApi(driver);
-    ctx = { db: api.database.db, clock: api.clock, config: { ...DEFAULT_APP_CONFIG, adminToken: ADMIN_TOKEN } };
+    ctx = { db: api.database.db, clock: api.clock, config: { ...DEFAULT_APP_CONFIG, adminToken: ADMIN_TOKEN, secretKeys: TEST_SECRET_KEYS } };
     admin = await authenticate({ ctx, input: { authorization: `Bearer ${ADMIN_TOKEN}` } });
   });
   afterAll(async () => {
@@ -198,6 +198,29 @@ describe.each(DRIVERS_HERE)("Idempotency-Key on %s", (driver) => {
     expect(fixed.headers.get("idempotent-replayed")).toBeNull();
     expect(await storedRecords(key)).toEqual([expect.objectContaining({ completed: true, responseStatus: 201 })]);
     expect(await count()).toBe(before + 1);
+  });
+
+  it("keeps a stored answer sealed: a new API key's token is not in the row, yet the replay is byte-identical", async () => {
+    const key = newKey();
+    const headers = { "Idempotency-Key": key };
+    const first = await api.call("POST", "/v1/api-keys", { body: { name: "sealed-replay", role: "viewer" }, headers });
+    expect(first.status).toBe(201);
+    const token: string = first.body.token;
+    expect(token).toMatch(/^bp_/);
+    const [record] = await storedRecords(key);
+    expect(record!.responseBody).toMatch(/^s1\./);
+    expect(JSON.stringify(record)).not.toContain(token);
+    const replay = await api.call("POST", "/v1/api-keys", { body: { name: "sealed-replay", role: "viewer" }, headers });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body).toEqual(first.body);
+
+    // Sealed for its own row: copied onto another key's record it does not open (a 500, and nothing replayed).
+    const other = newKey();
+    expect((await create(other, body("sealed-other"))).status).toBe(201);
+    await api.database.db.update(idempotencyKeys).set({ responseBody: record!.responseBody }).where(eq(idempotencyKeys.key, other));
+    const moved = await create(other, body("sealed-other"));
+    expect(moved.status).toBe(500);
+    expect(JSON.stringify(moved.body)).not.toContain(token);
   });
 
   it("a refused create (409 name taken) stores nothing either", async () => {

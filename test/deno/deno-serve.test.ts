@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { aDeployment } from "../fixtures/deployment-builder.ts";
 import { openTestDatabase, type TestDatabase } from "../support/databases.ts";
+import { TEST_SECRET_KEY } from "../support/secret-key.ts";
 import { Webhook } from "standardwebhooks";
 import { startReceiver } from "../webhooks/support/receiver.ts";
 
@@ -88,6 +89,7 @@ beforeAll(async () => {
       PORT: "0",
       DATABASE_URL: database.url,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
+      BERTH_SECRET_KEY: TEST_SECRET_KEY,
       LOG_LEVEL: "info",
       BERTH_WEBHOOK_ALLOW_PRIVATE: "true", // the webhook receiver below is on loopback, over http
       BERTH_WEBHOOK_ALLOW_HTTP: "true",

@@ -17,6 +17,7 @@ import { API_PORT, DATABASE_SECRET, MIGRATE_JOB } from "../../k8s/manifests/bund
 import { eventually } from "../agent/e2e-support.ts";
 import { BERTH_BIN, runBerth } from "../support/berth-process.ts";
 import { withAdmin } from "../support/databases.ts";
+import { TEST_SECRET_KEY } from "../support/secret-key.ts";
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, "../..");
@@ -87,7 +88,7 @@ describe("deploy/api on a simulated cluster", () => {
     try {
       const url = new URL(inject("postgresAdminUrl"));
       url.pathname = `/${empty}`;
-      const result = await runBerth(["serve"], { DATABASE_URL: url.toString(), BERTH_MIGRATE: "false", PORT: "0", BERTH_ADMIN_TOKEN: ADMIN_TOKEN, BERTH_DATA_DIR: join(dir, "unused") }, { timeoutMs: 60_000 });
+      const result = await runBerth(["serve"], { DATABASE_URL: url.toString(), BERTH_MIGRATE: "false", PORT: "0", BERTH_ADMIN_TOKEN: ADMIN_TOKEN, BERTH_SECRET_KEY: TEST_SECRET_KEY, BERTH_DATA_DIR: join(dir, "unused") }, { timeoutMs: 60_000 });
       expect(result.code, result.stderr).not.toBe(0);
       const schemas = await admin(async () => {
         const client = new pg.Client({ connectionString: url.toString() });
@@ -106,7 +107,7 @@ describe("deploy/api on a simulated cluster", () => {
 
   it("migrates once through its Job, then serves from two replicas that never migrate", async () => {
     await kubectl("create", "namespace", "berth-api");
-    await kubectl("-n", "berth-api", "create", "secret", "generic", DATABASE_SECRET, `--from-literal=DATABASE_URL=${databaseUrl}`, `--from-literal=BERTH_ADMIN_TOKEN=${ADMIN_TOKEN}`);
+    await kubectl("-n", "berth-api", "create", "secret", "generic", DATABASE_SECRET, `--from-literal=DATABASE_URL=${databaseUrl}`, `--from-literal=BERTH_ADMIN_TOKEN=${ADMIN_TOKEN}`, `--from-literal=BERTH_SECRET_KEY=${TEST_SECRET_KEY}`);
     const applied = await kubectl("apply", "-k", join(dir, "overlay"));
     expect(applied.stdout).toContain(`job.batch/${MIGRATE_JOB} created`);
     expect(applied.stdout).toContain("deployment.apps/berth-api created");

@@ -7,6 +7,9 @@ import { bootstrapInstallation } from "../../src/services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../../src/services/context.ts";
 import type { WebhookTransport } from "../../src/services/webhooks/transport.ts";
 import { openTestDatabase, type TestDatabase, type TestDriver } from "./databases.ts";
+import { TEST_SECRET_KEYS } from "./secret-key.ts";
+
+export { TEST_SECRET_KEY, TEST_SECRET_KEYS } from "./secret-key.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -66,7 +69,7 @@ export interface TestApiOptions {
 export async function createTestApi(driver: TestDriver, config: Partial<AppConfig> = {}, options: TestApiOptions = {}): Promise<TestApi> {
   const database = await openTestDatabase(driver);
   const clock = options.clock ?? new TestClock();
-  const appConfig: AppConfig = { ...DEFAULT_APP_CONFIG, adminToken: ADMIN_TOKEN, ...config };
+  const appConfig: AppConfig = { ...DEFAULT_APP_CONFIG, adminToken: ADMIN_TOKEN, secretKeys: TEST_SECRET_KEYS, ...config };
   await bootstrapInstallation({ ctx: { db: database.db, clock, config: appConfig } });
   const app = createApp({
     db: database.db,

@@ -17,6 +17,8 @@ export interface BerthServer {
   /** The BERTH_DATA_DIR it runs on. */
   dataDir: string;
   child: ChildProcess;
+  /** Everything it wrote so far (its logs). */
+  output(): { stdout: string; stderr: string };
   /** SIGTERM, wait for the exit, then remove the data directory unless it is kept. */
   stop(): Promise<void>;
 }
@@ -80,7 +82,7 @@ export async function startBerthServer(env: Record<string, string> = {}, options
     await stop();
     throw error;
   });
-  return { url, adminToken: SERVE_ADMIN_TOKEN, dataDir, child, stop };
+  return { url, adminToken: SERVE_ADMIN_TOKEN, dataDir, child, output: () => ({ stdout: out, stderr: err }), stop };
 }
 
 export interface RunResult {

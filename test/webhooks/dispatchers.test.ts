@@ -10,7 +10,7 @@ import { systemClock } from "../../src/domain/clock.ts";
 import { DEFAULT_APP_CONFIG } from "../../src/services/context.ts";
 import { recordEvent } from "../../src/services/events/record-event.ts";
 import { createDatabase } from "../../db/client.ts";
-import { createTestApi, silentLogger, TestClock, type TestApi } from "../support/api-harness.ts";
+import { createTestApi, silentLogger, TEST_SECRET_KEY, TEST_SECRET_KEYS, TestClock, type TestApi } from "../support/api-harness.ts";
 import { startReceiver, type Receiver } from "./support/receiver.ts";
 
 const ENTRY = fileURLToPath(new URL("./support/dispatcher-process.ts", import.meta.url));
@@ -74,7 +74,7 @@ describe("webhook dispatchers on postgres", () => {
     const loops = databases.flatMap((database) =>
       [0, 1].map(() =>
         startWebhookDispatcher({
-          ctx: { db: database.db, clock: systemClock, config: { ...DEFAULT_APP_CONFIG, webhooks: { ...WEBHOOKS, claimBatch: 20 } }, webhookTransport: nodeWebhookTransport },
+          ctx: { db: database.db, clock: systemClock, config: { ...DEFAULT_APP_CONFIG, secretKeys: TEST_SECRET_KEYS, webhooks: { ...WEBHOOKS, claimBatch: 20 } }, webhookTransport: nodeWebhookTransport },
           logger: silentLogger,
           listen: database.listen?.bind(database),
           workers: 2,
@@ -102,7 +102,7 @@ describe("webhook dispatchers on postgres", () => {
       new Promise<ChildProcess>((resolve, reject) => {
         const process = spawn(globalThis.process.execPath, ["--import", "tsx", ENTRY], {
           cwd: ROOT,
-          env: { ...globalThis.process.env, DATABASE_URL: api.database.url, LEASE_SECONDS: "2" },
+          env: { ...globalThis.process.env, DATABASE_URL: api.database.url, BERTH_SECRET_KEY: TEST_SECRET_KEY, LEASE_SECONDS: "2" },
           stdio: ["ignore", "pipe", "pipe"],
         });
         const timer = setTimeout(() => reject(new Error(`dispatcher did not start:\n${output}`)), 30_000);

@@ -1796,8 +1796,20 @@ export interface components {
             env: {
                 /** @description Variable name. */
                 name: string;
-                /** @description Variable value. */
-                value: string;
+                /** @description Variable value. Not with valueFrom. */
+                value?: string;
+                /** @description Where the value comes from instead of `value` (Kubernetes' shape): only secretKeyRef. */
+                valueFrom?: {
+                    /** @description Read the value from a key of a Secret when the pod starts. */
+                    secretKeyRef: {
+                        /** @description A Secret in the deployment's namespace (its project's); berth never reads it. */
+                        name: string;
+                        /** @description The key in the Secret's data. */
+                        key: string;
+                        /** @description Start the container even when the Secret or key is missing; defaults to false. */
+                        optional?: boolean;
+                    };
+                };
             }[];
             /** @description Replaces the whole engine command: the role becomes unmanaged (no probes, no drain). */
             command: string[];
@@ -2130,8 +2142,20 @@ export interface components {
             env?: {
                 /** @description Variable name. */
                 name: string;
-                /** @description Variable value. */
-                value: string;
+                /** @description Variable value. Not with valueFrom. */
+                value?: string;
+                /** @description Where the value comes from instead of `value` (Kubernetes' shape): only secretKeyRef. */
+                valueFrom?: {
+                    /** @description Read the value from a key of a Secret when the pod starts. */
+                    secretKeyRef: {
+                        /** @description A Secret in the deployment's namespace (its project's); berth never reads it. */
+                        name: string;
+                        /** @description The key in the Secret's data. */
+                        key: string;
+                        /** @description Start the container even when the Secret or key is missing; defaults to false. */
+                        optional?: boolean;
+                    };
+                };
             }[];
             /** @description Replaces the whole engine command: the role becomes unmanaged (no probes, no drain). */
             command?: string[];

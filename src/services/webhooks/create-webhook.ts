@@ -8,6 +8,7 @@ import { newId } from "../../domain/ids.ts";
 import { requireUser } from "../../domain/principal.ts";
 import { newWebhookSecret, type WebhookCreate, type WebhookWithSecret } from "../../domain/webhooks.ts";
 import type { ServiceContext } from "../context.ts";
+import { sealEndpointSecret } from "./endpoint-secrets.ts";
 import { admitWebhookUrl } from "./webhook-target.ts";
 import { toWebhook } from "./webhook-view.ts";
 
@@ -25,6 +26,8 @@ export async function createWebhook({ ctx, input }: { ctx: ServiceContext; input
   const url = await admitWebhookUrl(ctx, input.url);
   const now = ctx.clock.now();
   const secret = newWebhookSecret();
+  const id = newId("webhook");
+  const secretSealed = await sealEndpointSecret(ctx, id, "secret", secret);
   const cap = ctx.config.rateLimits.webhooksPerProject;
   const row = await ctx.db.transaction(async (tx) => {
     // Counted under a lock held to commit, so racing creates cannot pass the cap together.
@@ -39,15 +42,17 @@ export async function createWebhook({ ctx, input }: { ctx: ServiceContext; input
       );
     }
     return insertWebhookEndpoint(tx, {
-      id: newId("webhook"),
+      id,
       projectId,
       url,
       eventTypes: [...new Set(input.eventTypes)],
       description: input.description,
       enabled: input.enabled,
       disabledReason: input.enabled ? null : "user",
-      secret,
+      secret: null,
       previousSecret: null,
+      secretSealed,
+      previousSecretSealed: null,
       previousSecretExpiresAt: null,
       failingSince: null,
       createdAt: now,

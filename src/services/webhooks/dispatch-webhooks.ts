@@ -29,6 +29,7 @@ import { isSuccess, parseRetryAfter, planAfterAttempt, type AttemptPlan } from "
 import { endpointWants, type DispatchResult } from "../../domain/webhooks.ts";
 import type { SystemContext } from "../context.ts";
 import { recordEvent } from "../events/record-event.ts";
+import { openEndpointSecrets } from "./endpoint-secrets.ts";
 import { deliveryHeaders } from "./sign-delivery.ts";
 import { fetchTransport } from "./transport.ts";
 import { resolveDeliveryTarget } from "./webhook-target.ts";
@@ -117,8 +118,9 @@ async function attemptDelivery(ctx: SystemContext, delivery: ClaimedDelivery, ra
   try {
     const target = await resolveDeliveryTarget(ctx, delivery.url);
     const body = JSON.stringify({ type: delivery.eventType, timestamp: delivery.occurredAt.toISOString(), data: delivery.data });
-    const previousLive = delivery.previousSecret && delivery.previousSecretExpiresAt && delivery.previousSecretExpiresAt > attemptedAt;
-    const secrets = previousLive ? [delivery.secret, delivery.previousSecret!] : [delivery.secret];
+    const open = await openEndpointSecrets(ctx, { ...delivery, id: delivery.endpointId });
+    const previousLive = open.previousSecret && delivery.previousSecretExpiresAt && delivery.previousSecretExpiresAt > attemptedAt;
+    const secrets = previousLive ? [open.secret, open.previousSecret!] : [open.secret];
     const response = await transport.send({
       url: target.url,
       address: target.address,

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { appendExtraArgs, mergeEnv, renderMemberPod } from "../../../k8s/render/index.ts";
 import { OWNED_FLAGS } from "../../../src/domain/owned-flags.ts";
 import { isFlagToken } from "../../../k8s/render/args.ts";
+import { namespaceName } from "../../../k8s/render/names.ts";
 import { argvOf, envOf, shape, withSpec } from "./support.ts";
 
 const RENDERED = ["M", "--host", "0.0.0.0", "--port", "8000", "--served-model-name", "m", "--revision", "main", "--tensor-parallel-size", "2"];
@@ -68,6 +69,29 @@ describe("mergeEnv", () => {
   it("under a take-over command only BERTH_* stays reserved", () => {
     const env = mergeEnv("vllm", owned, [], [{ name: "VLLM_NIXL_SIDE_CHANNEL_HOST", value: "mine" }, { name: "BERTH_MEMBER_INDEX", value: "9" }], { takeOver: true });
     expect(env).toEqual([...owned, { name: "VLLM_NIXL_SIDE_CHANNEL_HOST", value: "mine" }]);
+  });
+
+  it("passes a Secret reference through as written, and still drops an owned name given one", () => {
+    const ref = { secretKeyRef: { name: "team-creds", key: "api.key", optional: true } };
+    const env = mergeEnv("vllm", owned, [], [
+      { name: "API_KEY", valueFrom: ref },
+      { name: "BERTH_POD_IP", valueFrom: { secretKeyRef: { name: "s", key: "k" } } },
+      { name: "PLAIN", value: "1" },
+    ], { takeOver: false });
+    expect(env).toEqual([...owned, { name: "API_KEY", valueFrom: ref }, { name: "PLAIN", value: "1" }]);
+  });
+
+  it("renders a role's secretKeyRef into every engine container of the deployment, for each engine", () => {
+    for (const file of ["vllm-pd-builtin-router", "sglang-pd-gateway", "vllm-multihost-tp16"]) {
+      const input = withSpec(shape(file), (s) => {
+        for (const role of s.roles) role.env = [{ name: "TEAM_TOKEN", valueFrom: { secretKeyRef: { name: "team-creds", key: "token" } } }];
+      });
+      const role = input.deployment.spec.roles[0]!;
+      const pod = renderMemberPod(input, role.name, 0, 0);
+      expect(envOf(pod).TEAM_TOKEN, file).toEqual({ secretKeyRef: { name: "team-creds", key: "token" } });
+      // The Secret is read where the pod runs: the project's namespace.
+      expect(pod.metadata!.namespace).toBe(namespaceName(input.deployment.projectName));
+    }
   });
 
   it("a rendered pod never lists a variable twice, even with owned names in env", () => {

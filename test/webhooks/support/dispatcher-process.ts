@@ -7,6 +7,7 @@ import { consoleLogger } from "../../../src/api/env.ts";
 import { startWebhookDispatcher } from "../../../src/api/webhook-dispatcher.ts";
 import { nodeWebhookTransport } from "../../../src/api/webhook-transport-node.ts";
 import { systemClock } from "../../../src/domain/clock.ts";
+import { decodeSecretKey, loadKeyring } from "../../../src/domain/secret-envelope.ts";
 import { DEFAULT_APP_CONFIG } from "../../../src/services/context.ts";
 
 const database = await createDatabase({ driver: "postgres", url: process.env.DATABASE_URL!, poolSize: 8 });
@@ -16,6 +17,7 @@ const loop = startWebhookDispatcher({
     clock: systemClock,
     config: {
       ...DEFAULT_APP_CONFIG,
+      secretKeys: await loadKeyring(decodeSecretKey(process.env.BERTH_SECRET_KEY!)),
       webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true, allowHttp: true, leaseSeconds: Number(process.env.LEASE_SECONDS ?? 30) },
     },
     webhookTransport: nodeWebhookTransport,
