@@ -63,6 +63,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
       ...DEFAULT_APP_CONFIG.webhooks,
       retryScheduleSeconds: config.webhookRetrySchedule,
       allowPrivateAddresses: config.webhookAllowPrivate,
+      leaseSeconds: config.webhookLeaseSeconds,
     },
   };
   const ctx = { db: database.db, clock: systemClock, config: appConfig, webhookTransport: runtime.webhookTransport };

@@ -19,6 +19,10 @@ export interface BerthServer {
   child: ChildProcess;
   /** SIGTERM, wait for the exit, then remove the data directory unless it is kept. */
   stop(): Promise<void>;
+  /** SIGKILL (a crash: no shutdown of any kind) and wait for the exit; the data directory stays. */
+  kill(): Promise<void>;
+  /** What it wrote to stdout and stderr so far. */
+  logs(): string;
 }
 
 export interface BerthServerOptions {
@@ -61,6 +65,10 @@ export async function startBerthServer(env: Record<string, string> = {}, options
     await exited;
     if (removeDataDir) rmSync(dataDir, { recursive: true, force: true });
   };
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+  };
   const url = await new Promise<string>((resolve, reject) => {
     const deadline = setTimeout(() => reject(new Error(`berth serve: no listen line in 60 s:\n${out}\n${err}`)), 60_000);
     const poll = setInterval(() => {
@@ -80,7 +88,7 @@ export async function startBerthServer(env: Record<string, string> = {}, options
     await stop();
     throw error;
   });
-  return { url, adminToken: SERVE_ADMIN_TOKEN, dataDir, child, stop };
+  return { url, adminToken: SERVE_ADMIN_TOKEN, dataDir, child, stop, kill, logs: () => out + err };
 }
 
 export interface RunResult {

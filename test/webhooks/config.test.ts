@@ -8,6 +8,13 @@ describe("webhook configuration", () => {
     const config = parseConfig({});
     expect(config.webhookRetrySchedule).toEqual([...DEFAULT_RETRY_SCHEDULE_SECONDS]);
     expect(config.webhookAllowPrivate).toBe(false);
+    expect(config.webhookLeaseSeconds).toBe(30);
+  });
+
+  it("reads BERTH_WEBHOOK_LEASE_SECONDS, whole seconds from 1 to 3600", () => {
+    expect(parseConfig({ BERTH_WEBHOOK_LEASE_SECONDS: "2" }).webhookLeaseSeconds).toBe(2);
+    expect(() => parseConfig({ BERTH_WEBHOOK_LEASE_SECONDS: "0" })).toThrow(/BERTH_WEBHOOK_LEASE_SECONDS/);
+    expect(() => parseConfig({ BERTH_WEBHOOK_LEASE_SECONDS: "1.5" })).toThrow(/BERTH_WEBHOOK_LEASE_SECONDS/);
   });
 
   it("reads BERTH_WEBHOOK_RETRY_SCHEDULE and BERTH_WEBHOOK_ALLOW_PRIVATE", () => {
