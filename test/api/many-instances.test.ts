@@ -270,8 +270,8 @@ describe("webhook delivery while an instance is killed", () => {
       .map((e: { id: string }) => e.id) as string[];
     expect(expected).toHaveLength(written);
 
-    // Bounded: the lease (5 s here) returns what the dead instance held; then all arrive.
-    const deadline = Date.now() + 45_000;
+    // Bounded: the lease (8 s here) returns what the dead instance held; then all arrive.
+    const deadline = Date.now() + 60_000;
     // Delivered = received and answered: a request cut by a kill does not count.
     const seen = () => new Set(receiver.received.filter((r) => !receiver.cut.includes(r)).map((r) => r.headers["webhook-id"]));
     while (Date.now() < deadline && !expected.every((id) => seen().has(id))) await sleep(100);
@@ -294,7 +294,7 @@ describe("webhook delivery while an instance is killed", () => {
     for (const [id, bodies] of byId) {
       if (bodies.length < 2) continue;
       const first = receiver.received.find((r) => r.headers["webhook-id"] === id)!;
-      expect(killedAt.some((at) => first.at <= at && at - first.at < 3000), `duplicate ${id} not explained by a kill`).toBe(true);
+      expect(killedAt.some((at) => first.at <= at && at - first.at < 5000), `duplicate ${id} not explained by a kill`).toBe(true);
     }
     const duplicates = receiver.received.length - byId.size;
     console.log(

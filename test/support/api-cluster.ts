@@ -79,11 +79,13 @@ export interface ApiCluster {
 
 /**
  * Defaults every instance gets: the receivers of webhook tests are on loopback, and a short
- * delivery lease so deliveries a killed instance held come due again within seconds.
+ * delivery lease, so deliveries a killed instance held come due again within seconds — yet long
+ * enough that a live instance records a send (to a receiver answering in under a second) well
+ * within it on a busy machine, so no live instance's send is ever taken over and repeated.
  */
 const INSTANCE_ENV = {
   BERTH_WEBHOOK_ALLOW_PRIVATE: "true",
-  BERTH_WEBHOOK_LEASE_SECONDS: "5",
+  BERTH_WEBHOOK_LEASE_SECONDS: "8",
 };
 
 function requestInit(options: ClusterCallOptions, method = "GET"): RequestInit {
