@@ -54,7 +54,7 @@ const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url))
 /** Arbitrary, fixed: the advisory lock key that serializes migrations across processes. */
 const MIGRATION_LOCK = 727174;
 
-interface LockSession {
+interface LockConnection {
   connect(): Promise<unknown>;
   query(text: string): Promise<unknown>;
   end(): Promise<void>;
@@ -64,15 +64,15 @@ interface LockSession {
  * Runs `migrate` holding a session-level advisory lock on a connection of its own (not one of
  * the pool's, which migrate itself needs): instances started at once on one database (deploy/api's
  * replicas with BERTH_MIGRATE=true) migrate one after another, the later ones finding nothing to do,
- * instead of racing to create the same tables. Closing the session releases the lock, also on a crash.
+ * instead of racing to create the same tables. Closing the connection releases the lock, also on a crash.
  */
-async function migrateLocked(session: LockSession, migrate: () => Promise<void>): Promise<void> {
-  await session.connect();
+async function migrateLocked(connection: LockConnection, migrate: () => Promise<void>): Promise<void> {
+  await connection.connect();
   try {
-    await session.query(`select pg_advisory_lock(${MIGRATION_LOCK})`);
+    await connection.query(`select pg_advisory_lock(${MIGRATION_LOCK})`);
     await migrate();
   } finally {
-    await session.end().catch(() => {});
+    await connection.end().catch(() => {});
   }
 }
 
