@@ -301,8 +301,9 @@ describe("webhook delivery while an instance is killed", () => {
       `webhooks across 2 SIGKILLs: ${expected.length} events, ${receiver.received.length} requests, ` +
         `${receiver.cut.length} cut by a kill, ${duplicates} duplicates`,
     );
-    // The kills did hit deliveries in flight (otherwise this test proved nothing about them).
-    expect(receiver.cut.length).toBeGreaterThanOrEqual(1);
+    // The kills did hit deliveries in flight (otherwise this test proved nothing about them):
+    // cut before the answer, or answered but not yet recorded (then sent again: a duplicate).
+    expect(receiver.cut.length + duplicates).toBeGreaterThanOrEqual(1);
   }, 90_000);
 });
 
