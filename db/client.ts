@@ -51,6 +51,31 @@ export interface Database {
 // space or non-ASCII character made migrate() look for a folder that does not exist.
 const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 
+/** Arbitrary, fixed: the advisory lock key that serializes migrations across processes. */
+const MIGRATION_LOCK = 727174;
+
+interface LockConnection {
+  connect(): Promise<unknown>;
+  query(text: string): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+/**
+ * Runs `migrate` holding a session-level advisory lock on a connection of its own (not one of
+ * the pool's, which migrate itself needs): instances started at once on one database (deploy/api's
+ * replicas with BERTH_MIGRATE=true) migrate one after another, the later ones finding nothing to do,
+ * instead of racing to create the same tables. Closing the connection releases the lock, also on a crash.
+ */
+async function migrateLocked(connection: LockConnection, migrate: () => Promise<void>): Promise<void> {
+  await connection.connect();
+  try {
+    await connection.query(`select pg_advisory_lock(${MIGRATION_LOCK})`);
+    await migrate();
+  } finally {
+    await connection.end().catch(() => {});
+  }
+}
+
 export function inferDriver(url: string | undefined): DatabaseDriver {
   if (!url) return "pglite";
   if (/^postgres(ql)?:\/\//.test(url)) {
@@ -100,7 +125,7 @@ async function createNodePostgres(options: DatabaseOptions): Promise<Database> {
     db: db as unknown as Db,
     driver: "postgres",
     ping: async () => void (await pool.query("select 1")),
-    migrate: () => migrate(db, { migrationsFolder }),
+    migrate: () => migrateLocked(new pg.Client({ connectionString: options.url }), () => migrate(db, { migrationsFolder })),
     close: () => pool.end(),
     listen: (channel, onNotify) => listenWithPg(pg.Client, options.url, channel, onNotify),
   };
@@ -152,7 +177,7 @@ async function listenWithPg(
 }
 
 async function createNeon(options: DatabaseOptions): Promise<Database> {
-  const { Pool, neonConfig } = await import("@neondatabase/serverless");
+  const { Client, Pool, neonConfig } = await import("@neondatabase/serverless");
   const { drizzle } = await import("drizzle-orm/neon-serverless");
   const { migrate } = await import("drizzle-orm/neon-serverless/migrator");
   if (typeof globalThis.WebSocket === "undefined") {
@@ -166,7 +191,7 @@ async function createNeon(options: DatabaseOptions): Promise<Database> {
     db: db as unknown as Db,
     driver: "neon",
     ping: async () => void (await pool.query("select 1")),
-    migrate: () => migrate(db, { migrationsFolder }),
+    migrate: () => migrateLocked(new Client({ connectionString: options.url }), () => migrate(db, { migrationsFolder })),
     close: () => pool.end(),
   };
 }

@@ -6,15 +6,26 @@ import { idempotencyKeys } from "../schema.ts";
 
 export type IdempotencyRow = typeof idempotencyKeys.$inferSelect;
 
+export type IdempotencyClaimResult =
+  | { outcome: "claimed" }
+  | { outcome: "existing"; row: IdempotencyRow }
+  /** The key changed hands every time it was looked at (claimed and released again and again). */
+  | { outcome: "contended" };
+
+/** Insert-then-read rounds before giving up; a round only repeats when a release lands in between. */
+const CLAIM_ROUNDS = 3;
+
 /**
- * Claims (principal, key) for a new request. Returns null when the claim was taken,
- * or the existing record when the key is already known and still live.
- * Expired records, and in-flight claims older than `staleBefore` (a crashed request), are replaced.
+ * Claims (principal, key) for a new request: "claimed" when the insert took it, or the existing
+ * record when the key is already known and still live. Expired records, and in-flight claims
+ * older than `staleBefore` (a crashed request), are replaced. The holder may release the key
+ * (its request failed) between this insert and this read, on any instance: then nobody holds
+ * it and the claim is tried again, never reported as taken without a row.
  */
 export async function claimIdempotencyKey(
   db: Db,
   claim: { principal: string; key: string; fingerprint: string; now: Date; expiresAt: Date; staleBefore: Date },
-): Promise<IdempotencyRow | null> {
+): Promise<IdempotencyClaimResult> {
   await db
     .delete(idempotencyKeys)
     .where(
@@ -27,24 +38,27 @@ export async function claimIdempotencyKey(
         ),
       ),
     );
-  const inserted = await db
-    .insert(idempotencyKeys)
-    .values({
-      principal: claim.principal,
-      key: claim.key,
-      fingerprint: claim.fingerprint,
-      completed: false,
-      createdAt: claim.now,
-      expiresAt: claim.expiresAt,
-    })
-    .onConflictDoNothing()
-    .returning({ key: idempotencyKeys.key });
-  if (inserted.length > 0) return null;
-  const [existing] = await db
-    .select()
-    .from(idempotencyKeys)
-    .where(and(eq(idempotencyKeys.principal, claim.principal), eq(idempotencyKeys.key, claim.key)));
-  return existing ?? null;
+  for (let round = 0; round < CLAIM_ROUNDS; round++) {
+    const inserted = await db
+      .insert(idempotencyKeys)
+      .values({
+        principal: claim.principal,
+        key: claim.key,
+        fingerprint: claim.fingerprint,
+        completed: false,
+        createdAt: claim.now,
+        expiresAt: claim.expiresAt,
+      })
+      .onConflictDoNothing()
+      .returning({ key: idempotencyKeys.key });
+    if (inserted.length > 0) return { outcome: "claimed" };
+    const [existing] = await db
+      .select()
+      .from(idempotencyKeys)
+      .where(and(eq(idempotencyKeys.principal, claim.principal), eq(idempotencyKeys.key, claim.key)));
+    if (existing) return { outcome: "existing", row: existing };
+  }
+  return { outcome: "contended" };
 }
 
 export async function completeIdempotencyKey(

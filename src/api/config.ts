@@ -47,6 +47,10 @@ export const Config = z
         }
       })
       .optional(),
+    // How long a claimed delivery is this instance's before any instance may send it again (an
+    // instance that dies mid-send holds its claims this long). Below the 10 s attempt timeout a
+    // slow receiver may get a duplicate, which Standard Webhooks receivers deduplicate anyway.
+    BERTH_WEBHOOK_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
     BERTH_WEBHOOK_ALLOW_PRIVATE: z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
       .default("false")
@@ -106,6 +110,7 @@ export const Config = z
     webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE,
     webhookAllowHttp: env.BERTH_WEBHOOK_ALLOW_HTTP,
     metricsToken: env.BERTH_METRICS_TOKEN,
+    webhookLeaseSeconds: env.BERTH_WEBHOOK_LEASE_SECONDS,
     migrateOnStart: env.BERTH_MIGRATE,
     rateLimits: {
       enabled: env.BERTH_RATE_LIMIT,

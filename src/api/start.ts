@@ -131,6 +131,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
       retryScheduleSeconds: config.webhookRetrySchedule,
       allowPrivateAddresses: config.webhookAllowPrivate,
       allowHttp: config.webhookAllowHttp,
+      leaseSeconds: config.webhookLeaseSeconds,
     },
     rateLimits: config.rateLimits,
   };

@@ -46,7 +46,7 @@ export async function claimIdempotency({
   }
   const now = ctx.clock.now();
   const fingerprint = await sha256Hex(`${input.method} ${input.path}\n${input.body}`);
-  const existing = await claimIdempotencyKey(ctx.db, {
+  const claim = await claimIdempotencyKey(ctx.db, {
     principal: principalKey(input.principal),
     key: input.key,
     fingerprint,
@@ -54,7 +54,11 @@ export async function claimIdempotency({
     expiresAt: new Date(now.getTime() + ctx.config.idempotencyTtlSeconds * 1000),
     staleBefore: new Date(now.getTime() - IN_FLIGHT_LEASE_MS),
   });
-  if (!existing) return { outcome: "claimed" };
+  if (claim.outcome === "claimed") return { outcome: "claimed" };
+  if (claim.outcome === "contended") {
+    throw new IdempotencyInFlight(`A request with Idempotency-Key "${input.key}" is being retried at this moment; retry in a moment.`);
+  }
+  const existing = claim.row;
   if (existing.fingerprint !== fingerprint) {
     throw new IdempotencyMismatch(
       `Idempotency-Key "${input.key}" was used for a different request; use a new key for a new request.`,

@@ -21,6 +21,10 @@ export interface BerthServer {
   output(): { stdout: string; stderr: string };
   /** SIGTERM, wait for the exit, then remove the data directory unless it is kept. */
   stop(): Promise<void>;
+  /** SIGKILL (a crash: no shutdown of any kind) and wait for the exit; the data directory stays. */
+  kill(): Promise<void>;
+  /** What it wrote to stdout and stderr so far. */
+  logs(): string;
 }
 
 export interface BerthServerOptions {
@@ -63,6 +67,10 @@ export async function startBerthServer(env: Record<string, string> = {}, options
     await exited;
     if (removeDataDir) rmSync(dataDir, { recursive: true, force: true });
   };
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+  };
   const url = await new Promise<string>((resolve, reject) => {
     const deadline = setTimeout(() => reject(new Error(`berth serve: no listen line in 60 s:\n${out}\n${err}`)), 60_000);
     const poll = setInterval(() => {
@@ -82,7 +90,7 @@ export async function startBerthServer(env: Record<string, string> = {}, options
     await stop();
     throw error;
   });
-  return { url, adminToken: SERVE_ADMIN_TOKEN, dataDir, child, output: () => ({ stdout: out, stderr: err }), stop };
+  return { url, adminToken: SERVE_ADMIN_TOKEN, dataDir, child, output: () => ({ stdout: out, stderr: err }), stop, kill, logs: () => out + err };
 }
 
 export interface RunResult {

@@ -10,6 +10,13 @@ describe("webhook configuration", () => {
     expect(config.webhookAllowPrivate).toBe(false);
     expect(config.webhookAllowHttp).toBe(false);
     expect(config.metricsToken).toBeUndefined();
+    expect(config.webhookLeaseSeconds).toBe(30);
+  });
+
+  it("reads BERTH_WEBHOOK_LEASE_SECONDS, whole seconds from 1 to 3600", () => {
+    expect(parseConfig({ BERTH_WEBHOOK_LEASE_SECONDS: "2" }).webhookLeaseSeconds).toBe(2);
+    expect(() => parseConfig({ BERTH_WEBHOOK_LEASE_SECONDS: "0" })).toThrow(/BERTH_WEBHOOK_LEASE_SECONDS/);
+    expect(() => parseConfig({ BERTH_WEBHOOK_LEASE_SECONDS: "1.5" })).toThrow(/BERTH_WEBHOOK_LEASE_SECONDS/);
   });
 
   it("reads BERTH_WEBHOOK_ALLOW_HTTP and BERTH_METRICS_TOKEN", () => {

@@ -26,6 +26,8 @@ export interface Receiver {
   url: string;
   port: number;
   received: ReceivedRequest[];
+  /** Requests whose connection closed before the answer was sent (the sender died or gave up). */
+  cut: ReceivedRequest[];
   /** Resolves once `count` requests have arrived (rejects after `timeoutMs`). */
   waitFor(count: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -35,6 +37,7 @@ export const preciseNow = () => performance.timeOrigin + performance.now();
 
 export async function startReceiver(respond: Responder = () => ({ status: 204 })): Promise<Receiver> {
   const received: ReceivedRequest[] = [];
+  const cut: ReceivedRequest[] = [];
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -51,6 +54,9 @@ export async function startReceiver(respond: Responder = () => ({ status: 204 })
         }
       }
       const answer = respond(request, index);
+      res.on("close", () => {
+        if (!res.writableFinished) cut.push(request);
+      });
       const send = () => {
         res.writeHead(answer.status, answer.headers);
         res.end(answer.body ?? "");
@@ -66,6 +72,7 @@ export async function startReceiver(respond: Responder = () => ({ status: 204 })
     url: `http://127.0.0.1:${port}/hook`,
     port,
     received,
+    cut,
     waitFor(count, timeoutMs = 15_000) {
       if (received.length >= count) return Promise.resolve();
       return new Promise((resolve, reject) => {
