@@ -40,11 +40,11 @@ export interface Database {
   /** PGlite only: a tarball of the data directory, so tests can start from a migrated copy. */
   dumpDataDir?(): Promise<Blob>;
   /**
-   * Calls `onNotify` on every NOTIFY on `channel` (and once after a reconnect, in case one
-   * was missed); resolves to a function that stops listening. Absent where the driver has
-   * no lasting session to listen on (Neon): callers poll instead.
+   * Calls `onNotify` with the payload on every NOTIFY on `channel` (and once with "" after a
+   * reconnect, in case one was missed); resolves to a function that stops listening. Absent
+   * where the driver has no lasting session to listen on (Neon): callers poll instead.
    */
-  listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  listen?(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
 }
 
 // fileURLToPath, not URL#pathname: the latter keeps %20 etc., so a checkout path with a
@@ -83,7 +83,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     ping: async () => void (await client.query("select 1")),
     migrate: () => migrate(db, { migrationsFolder }),
     close: () => client.close(),
-    listen: async (channel, onNotify) => client.listen(channel, () => onNotify()),
+    listen: async (channel, onNotify) => client.listen(channel, (payload) => onNotify(payload ?? "")),
     dumpDataDir: async () => (await client.dumpDataDir("none")) as Blob,
   };
 }
@@ -115,14 +115,14 @@ async function listenWithPg(
   Client: typeof import("pg").Client,
   url: string,
   channel: string,
-  onNotify: () => void,
+  onNotify: (payload: string) => void,
 ): Promise<() => Promise<void>> {
   let closed = false;
   let current: import("pg").Client | undefined;
   let retry: ReturnType<typeof setTimeout> | undefined;
   const connect = async (): Promise<void> => {
     const client = new Client({ connectionString: url });
-    client.on("notification", () => onNotify());
+    client.on("notification", (message) => onNotify(message.payload ?? ""));
     client.on("error", () => {});
     client.on("end", () => {
       if (closed || current !== client) return;
@@ -141,7 +141,7 @@ async function listenWithPg(
   };
   const reconnect = (): void => {
     if (closed) return;
-    retry = setTimeout(() => connect().then(onNotify, reconnect), 1000);
+    retry = setTimeout(() => connect().then(() => onNotify(""), reconnect), 1000);
   };
   await connect();
   return async () => {

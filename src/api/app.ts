@@ -19,6 +19,7 @@ import { registerWebhookRoutes } from "../../routes/webhooks/index.ts";
 import { zodIssuesToFieldErrors } from "../domain/deployment-spec.ts";
 import { InvalidRequest, NotFound } from "../domain/errors.ts";
 import { PrincipalCache } from "../services/auth/principal-cache.ts";
+import { NotificationHub } from "../services/notifications/notification-hub.ts";
 import { requireBearer } from "./auth.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
 import { registerApiReference, type DocsAssets } from "./docs.ts";
@@ -38,7 +39,13 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   const { metrics, docsAssets, ...given } = options;
-  const deps: AppDeps = { ...given, principals: new PrincipalCache(given.config.authCacheSeconds * 1000) };
+  const principals = new PrincipalCache(given.config.authCacheSeconds * 1000);
+  // Without a hub from the entry (which owns its LISTEN session) streams poll on timers,
+  // and revocations still end this instance's streams at once and others' by revalidation.
+  const notifications =
+    given.notifications ?? new NotificationHub({ db: given.db, clock: given.clock });
+  notifications.onRevocation((principalId) => principals.forgetPrincipal(principalId));
+  const deps: AppDeps = { ...given, principals, notifications };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: throwValidationProblem });
 
   app.use("*", async (c, next) => {

@@ -5,6 +5,7 @@ import type { Db } from "../../db/client.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { PrincipalCache } from "../services/auth/principal-cache.ts";
+import type { NotificationHub } from "../services/notifications/notification-hub.ts";
 import type { AppConfig, ServiceContext, SystemContext } from "../services/context.ts";
 import type { WebhookTransport } from "../services/webhooks/transport.ts";
 
@@ -27,6 +28,8 @@ export interface AppDeps {
   webhookTransport?: WebhookTransport;
   /** Aborted when this instance begins to stop: long-polls answer at once instead of holding the close. */
   shutdown?: AbortSignal;
+  /** This instance's notification hub (one LISTEN session); createApp builds one when absent. */
+  notifications?: NotificationHub;
 }
 
 export type AppEnv = {
@@ -38,8 +41,8 @@ export type AppEnv = {
 };
 
 export function systemContext(c: Context<AppEnv>): SystemContext {
-  const { db, clock, config, principals, webhookTransport } = c.get("deps");
-  return { db, clock, config, principals, webhookTransport };
+  const { db, clock, config, principals, webhookTransport, notifications } = c.get("deps");
+  return { db, clock, config, principals, webhookTransport, notifications };
 }
 
 /** The request's abort signal, also aborted when the instance begins to stop. */

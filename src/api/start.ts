@@ -10,6 +10,7 @@ import { systemClock } from "../domain/clock.ts";
 import { bootstrapInstallation } from "../services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../services/context.ts";
 import { MAINTENANCE_INTERVAL_MS, runMaintenance } from "../services/maintenance.ts";
+import { NotificationHub } from "../services/notifications/notification-hub.ts";
 import { dispatchWebhooks } from "../services/webhooks/dispatch-webhooks.ts";
 import type { WebhookTransport } from "../services/webhooks/transport.ts";
 import { createApp } from "./app.ts";
@@ -59,6 +60,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     ...DEFAULT_APP_CONFIG,
     adminToken: config.adminToken,
     authCacheSeconds: config.authCacheSeconds,
+    agentCredentialOverlapSeconds: config.agentCredentialOverlapSeconds,
     webhooks: {
       ...DEFAULT_APP_CONFIG.webhooks,
       retryScheduleSeconds: config.webhookRetrySchedule,
@@ -80,8 +82,17 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     prefix: "berth_api_",
   });
   const shutdown = new AbortController();
+  // One LISTEN session for this instance's streams, long-polls and revocation notices.
+  const notifications = new NotificationHub({
+    db: database.db,
+    clock: systemClock,
+    listen: database.listen?.bind(database),
+    warn: (obj, msg) => runtime.logger.warn(obj, msg),
+  });
+  await notifications.start();
   const app = createApp({
     ...ctx,
+    notifications,
     shutdown: shutdown.signal,
     logger: runtime.logger,
     checkDatabase: () => database.ping(),
@@ -109,6 +120,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
       shutdown.abort();
       clearInterval(maintenance);
       await dispatcher.stop();
+      await notifications.close();
       await database.close();
     },
   };

@@ -5,7 +5,9 @@ import { createApp } from "../../src/api/app.ts";
 import type { AppEnv, Logger } from "../../src/api/env.ts";
 import { bootstrapInstallation } from "../../src/services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../../src/services/context.ts";
+import { NotificationHub } from "../../src/services/notifications/notification-hub.ts";
 import type { WebhookTransport } from "../../src/services/webhooks/transport.ts";
+import { createDatabase } from "../../db/client.ts";
 import { openTestDatabase, type TestDatabase, type TestDriver } from "./databases.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -50,6 +52,8 @@ export interface TestApi {
   createKey(role: "viewer" | "editor" | "admin", projectId?: string): Promise<string>;
   /** Creates a cluster and registers an agent for it; returns the agent token and cluster id. */
   createAgent(name?: string): Promise<{ token: string; clusterId: string }>;
+  /** This instance's notification hub (LISTEN on the test database). */
+  notifications: NotificationHub;
   close(): Promise<void>;
 }
 
@@ -57,11 +61,27 @@ export interface TestApiOptions {
   /** Start the clock here (webhook tests start at the real time: receivers check signature timestamps). */
   clock?: TestClock;
   webhookTransport?: WebhookTransport;
+  /** A second API instance on this (postgres) test database, with its own pool and LISTEN session. */
+  sameDatabaseAs?: TestDatabase;
+  /** How often the hub revalidates open streams' principals (default 5 s). */
+  revalidateMs?: number;
+}
+
+/** Another connection pool to an existing postgres test database; closing it leaves the database. */
+async function openSecondInstance(of: TestDatabase): Promise<TestDatabase> {
+  if (of.driver !== "postgres") throw new Error("a second instance needs a postgres test database");
+  return { ...(await createDatabase({ driver: "postgres", url: of.url })), url: of.url };
 }
 
 export async function createTestApi(driver: TestDriver, config: Partial<AppConfig> = {}, options: TestApiOptions = {}): Promise<TestApi> {
-  const database = await openTestDatabase(driver);
+  const database = options.sameDatabaseAs ? await openSecondInstance(options.sameDatabaseAs) : await openTestDatabase(driver);
   const clock = options.clock ?? new TestClock();
+  const notifications = new NotificationHub({
+    db: database.db,
+    clock,
+    listen: database.listen?.bind(database),
+    revalidateMs: options.revalidateMs,
+  });
   const appConfig: AppConfig = { ...DEFAULT_APP_CONFIG, adminToken: ADMIN_TOKEN, ...config };
   await bootstrapInstallation({ ctx: { db: database.db, clock, config: appConfig } });
   const app = createApp({
@@ -71,6 +91,7 @@ export async function createTestApi(driver: TestDriver, config: Partial<AppConfi
     logger: silentLogger,
     checkDatabase: () => database.ping(),
     webhookTransport: options.webhookTransport,
+    notifications,
   });
 
   const call: TestApi["call"] = async (method, path, options = {}) => {
@@ -115,7 +136,11 @@ export async function createTestApi(driver: TestDriver, config: Partial<AppConfi
       if (registered.status !== 201) throw new Error(`register: ${registered.status} ${JSON.stringify(registered.body)}`);
       return { token: registered.body.token, clusterId: created.body.cluster.id };
     },
-    close: () => database.close(),
+    notifications,
+    async close() {
+      await notifications.close();
+      await database.close();
+    },
   };
 }
 
