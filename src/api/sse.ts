@@ -82,15 +82,21 @@ export function streamPolled(c: Context<AppEnv>, source: PolledStream): Response
         lastWrite = Date.now();
       }
       if (batch.length === source.batchSize) return true;
-      if (Date.now() - lastWrite >= config.streamHeartbeatMs) {
-        await stream.write(": heartbeat\n\n");
-        lastWrite = Date.now();
+      // Sleep until a notice, the fallback timer or the end; heartbeats go out meanwhile
+      // without a poll, so an idle stream costs one poll per fallback period.
+      const pollAgainAt = Date.now() + sleepMs;
+      for (;;) {
+        if (Date.now() - lastWrite >= config.streamHeartbeatMs) {
+          await stream.write(": heartbeat\n\n");
+          lastWrite = Date.now();
+        }
+        const untilHeartbeat = config.streamHeartbeatMs - (Date.now() - lastWrite);
+        const ms = Math.max(0, Math.min(pollAgainAt - Date.now(), untilHeartbeat));
+        if (notifications) await notifications.waitForChange(source.channel, seen, ms, stop.signal);
+        else await stream.sleep(ms);
+        const noticed = notifications !== undefined && notifications.count(source.channel) !== seen;
+        if (noticed || stop.signal.aborted || Date.now() >= pollAgainAt) return true;
       }
-      const untilHeartbeat = config.streamHeartbeatMs - (Date.now() - lastWrite);
-      const ms = Math.max(0, Math.min(sleepMs, untilHeartbeat));
-      if (notifications) await notifications.waitForChange(source.channel, seen, ms, stop.signal);
-      else await stream.sleep(ms);
-      return true;
     }
   });
 }
