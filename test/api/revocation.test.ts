@@ -13,8 +13,8 @@ const REVOKE_BOUND_MS = 5000;
 const revokedError = (frames: SseFrame[]) =>
   frames.find((f) => f.event === "error" && f.data !== undefined && JSON.parse(f.data).reason === "CredentialRevoked");
 
-function open(api: TestApi, path: string, token: string): Promise<Response> {
-  return api.app.request(path, { headers: { Authorization: `Bearer ${token}` } });
+async function open(api: TestApi, path: string, token: string): Promise<Response> {
+  return await api.app.request(path, { headers: { Authorization: `Bearer ${token}` } });
 }
 
 /** Reads the stream until it ends with the revoked error (readSse fails after the bound). */

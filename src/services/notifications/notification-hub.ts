@@ -22,7 +22,7 @@ import type { Clock } from "../../domain/clock.ts";
 import { principalIdOf, type Principal } from "../../domain/principal.ts";
 import { ADMIN_TOKEN_KEY_ID } from "../auth/authenticate.ts";
 
-export type ListenFn = (channel: string, onNotify: (payload: string) => void) => Promise<() => Promise<void>>;
+export type ListenFn = (channel: readonly string[], onNotify: (payload: string, channel: string) => void) => Promise<() => Promise<void>>;
 export type ChangeChannel = typeof CHANGES_CHANNEL | typeof EVENTS_CHANNEL;
 
 export interface NotificationHubOptions {
@@ -161,11 +161,13 @@ export class NotificationHub {
     const { listen } = this.options;
     if (!listen) return false;
     try {
-      for (const channel of [CHANGES_CHANNEL, EVENTS_CHANNEL] as const) {
-        this.unlisteners.push(await listen(channel, () => this.changed(channel)));
-      }
-      // "" comes after a reconnect (notices may have been lost): check every hold now.
-      this.unlisteners.push(await listen(REVOCATIONS_CHANNEL, (id) => (id ? this.revoked(id) : this.revalidateSoon())));
+      const stop = await listen([CHANGES_CHANNEL, EVENTS_CHANNEL, REVOCATIONS_CHANNEL], (payload, channel) => {
+        if (channel === CHANGES_CHANNEL || channel === EVENTS_CHANNEL) this.changed(channel);
+        // "" comes after a reconnect (notices may have been lost): check every hold now.
+        else if (channel === REVOCATIONS_CHANNEL && payload) this.revoked(payload);
+        else if (channel === REVOCATIONS_CHANNEL) this.revalidateSoon();
+      });
+      this.unlisteners.push(stop);
       if (this.closed) await this.close();
       return true;
     } catch (error) {
