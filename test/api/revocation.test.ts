@@ -55,7 +55,7 @@ async function refusedWithin(api: TestApi, token: string, path: string, ms: numb
   throw new Error(`still accepted after ${ms} ms`);
 }
 
-describe.each(["pglite", "postgres"] as const)("revocation on %s", (driver) => {
+describe.each(["pglite", "postgres", "neon"] as const)("revocation on %s", (driver) => {
   let api: TestApi;
 
   beforeAll(async () => {
