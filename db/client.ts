@@ -40,11 +40,12 @@ export interface Database {
   /** PGlite only: a tarball of the data directory, so tests can start from a migrated copy. */
   dumpDataDir?(): Promise<Blob>;
   /**
-   * Calls `onNotify` on every NOTIFY on `channel` (and once after a reconnect, in case one
-   * was missed); resolves to a function that stops listening. Absent where the driver has
-   * no lasting session to listen on (Neon): callers poll instead.
+   * Calls `onNotify` with the payload and channel on every NOTIFY on `channel` (one name, or
+   * several on one session), and once per channel with "" after a reconnect, in case one was
+   * missed; resolves to a function that stops listening. Absent where the driver has no
+   * lasting session to listen on (Neon): callers poll instead.
    */
-  listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  listen?(channel: string | readonly string[], onNotify: (payload: string, channel: string) => void): Promise<() => Promise<void>>;
 }
 
 // fileURLToPath, not URL#pathname: the latter keeps %20 etc., so a checkout path with a
@@ -108,7 +109,13 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     ping: async () => void (await client.query("select 1")),
     migrate: () => migrate(db, { migrationsFolder }),
     close: () => client.close(),
-    listen: async (channel, onNotify) => client.listen(channel, () => onNotify()),
+    listen: async (channel, onNotify) => {
+      const stops: Array<() => Promise<void>> = [];
+      for (const name of typeof channel === "string" ? [channel] : channel) {
+        stops.push(await client.listen(name, (payload) => onNotify(payload ?? "", name)));
+      }
+      return async () => void (await Promise.all(stops.map((stop) => stop())));
+    },
     dumpDataDir: async () => (await client.dumpDataDir("none")) as Blob,
   };
 }
@@ -139,15 +146,17 @@ async function createNodePostgres(options: DatabaseOptions): Promise<Database> {
 async function listenWithPg(
   Client: typeof import("pg").Client,
   url: string,
-  channel: string,
-  onNotify: () => void,
+  channel: string | readonly string[],
+  onNotify: (payload: string, channel: string) => void,
 ): Promise<() => Promise<void>> {
+  const channels = typeof channel === "string" ? [channel] : [...channel];
+  const missedAll = () => channels.forEach((name) => onNotify("", name));
   let closed = false;
   let current: import("pg").Client | undefined;
   let retry: ReturnType<typeof setTimeout> | undefined;
   const connect = async (): Promise<void> => {
     const client = new Client({ connectionString: url });
-    client.on("notification", () => onNotify());
+    client.on("notification", (message) => onNotify(message.payload ?? "", message.channel));
     client.on("error", () => {});
     client.on("end", () => {
       if (closed || current !== client) return;
@@ -156,7 +165,7 @@ async function listenWithPg(
     });
     try {
       await client.connect();
-      await client.query(`LISTEN "${channel.replace(/"/g, '""')}"`);
+      for (const name of channels) await client.query(`LISTEN "${name.replace(/"/g, '""')}"`);
       if (closed) return void (await client.end());
       current = client;
     } catch (error) {
@@ -166,7 +175,7 @@ async function listenWithPg(
   };
   const reconnect = (): void => {
     if (closed) return;
-    retry = setTimeout(() => connect().then(onNotify, reconnect), 1000);
+    retry = setTimeout(() => connect().then(missedAll, reconnect), 1000);
   };
   await connect();
   return async () => {

@@ -88,9 +88,11 @@ export const agentCredentials = pgTable(
       .references(() => clusters.id, { onDelete: "cascade" }),
     tokenHash: text("token_hash").notNull(),
     revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+    /** Set on the old credential when it is rotated: it works until then (the overlap window). */
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }),
     createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull(),
   },
-  (t) => [uniqueIndex("agent_credentials_token_hash_key").on(t.tokenHash)],
+  (t) => [uniqueIndex("agent_credentials_token_hash_key").on(t.tokenHash), index("agent_credentials_cluster_idx").on(t.clusterId)],
 );
 
 export const deployments = pgTable(

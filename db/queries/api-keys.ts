@@ -1,5 +1,5 @@
 // SQL for API keys. Tokens are looked up by their SHA-256 only.
-import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { apiKeys, nextResourceVersion } from "../schema.ts";
 import { afterCursor, keysetOrder, type PageCursor } from "./pagination.ts";
@@ -26,6 +26,16 @@ const activeKeyByHash = preparedPerDb((db) =>
 export async function findActiveApiKeyByHash(db: Db, tokenHash: string): Promise<ApiKeyRow | undefined> {
   const [row] = await activeKeyByHash(db).execute({ tokenHash });
   return row;
+}
+
+/** Which of these key ids exist and are not revoked (one indexed query for many). */
+export async function listActiveApiKeyIds(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db
+    .select({ id: apiKeys.id })
+    .from(apiKeys)
+    .where(and(inArray(apiKeys.id, ids), isNull(apiKeys.revokedAt)));
+  return new Set(rows.map((row) => row.id));
 }
 
 export async function findApiKeyById(db: Db, id: string): Promise<ApiKeyRow | undefined> {

@@ -6,17 +6,16 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../client.ts";
 
+/** The NOTIFY channel on which each committed deployment write is announced (watches, long-polls). */
+export const CHANGES_CHANNEL = "berth_changes";
+
 /** Arbitrary, fixed: the advisory lock key of the change log. */
 const CHANGE_LOG_LOCK = 727173;
 
 /**
- * Takes the lock; with `notify`, also queues a NOTIFY on that channel in the same round
- * trip (PostgreSQL sends it at commit), so listeners learn of the change at once.
+ * Takes the lock and queues a NOTIFY on `notify` in the same round trip (PostgreSQL sends
+ * it at commit, and not at all on rollback), so listeners learn of the change at once.
  */
-export async function lockChangeLog(db: Db, notify?: string): Promise<void> {
-  await db.execute(
-    notify
-      ? sql`select pg_advisory_xact_lock(${CHANGE_LOG_LOCK}), pg_notify(${notify}, '')`
-      : sql`select pg_advisory_xact_lock(${CHANGE_LOG_LOCK})`,
-  );
+export async function lockChangeLog(db: Db, notify: string = CHANGES_CHANNEL): Promise<void> {
+  await db.execute(sql`select pg_advisory_xact_lock(${CHANGE_LOG_LOCK}), pg_notify(${notify}, '')`);
 }

@@ -1,5 +1,5 @@
 // SQL for clusters and their agent credentials.
-import { and, eq, isNull, gt, lt, sql, type SQL } from "drizzle-orm";
+import { and, eq, inArray, isNull, gt, lt, or, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { agentCredentials, clusters, deployments, nextResourceVersion } from "../schema.ts";
 import { afterCursor, keysetOrder, type PageCursor } from "./pagination.ts";
@@ -54,16 +54,74 @@ export async function consumeJoinToken(db: Db, tokenHash: string, now: Date): Pr
   return row;
 }
 
-export async function insertAgentCredential(db: Db, row: Omit<AgentCredentialRow, "revokedAt">): Promise<void> {
+export async function insertAgentCredential(db: Db, row: Omit<AgentCredentialRow, "revokedAt" | "expiresAt">): Promise<void> {
   await db.insert(agentCredentials).values(row);
 }
 
-export async function findActiveAgentCredentialByHash(db: Db, tokenHash: string): Promise<AgentCredentialRow | undefined> {
+/** A credential works while it is neither revoked nor past its expiry (a rotated one's overlap). */
+function usableAt(now: Date): SQL {
+  return and(isNull(agentCredentials.revokedAt), or(isNull(agentCredentials.expiresAt), gt(agentCredentials.expiresAt, now)))!;
+}
+
+export async function findActiveAgentCredentialByHash(db: Db, tokenHash: string, now: Date): Promise<AgentCredentialRow | undefined> {
   const [row] = await db
     .select()
     .from(agentCredentials)
-    .where(and(eq(agentCredentials.tokenHash, tokenHash), isNull(agentCredentials.revokedAt)));
+    .where(and(eq(agentCredentials.tokenHash, tokenHash), usableAt(now)));
   return row;
+}
+
+/** Which of these credential ids still work at `now` (one indexed query for many). */
+export async function listUsableAgentCredentialIds(db: Db, ids: string[], now: Date): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db
+    .select({ id: agentCredentials.id })
+    .from(agentCredentials)
+    .where(and(inArray(agentCredentials.id, ids), usableAt(now)));
+  return new Set(rows.map((row) => row.id));
+}
+
+/**
+ * Makes a usable credential stop working at `at` (never later than an expiry it already
+ * has); false when it was already unusable (revoked, or expired at `now`).
+ */
+export async function expireAgentCredential(db: Db, id: string, at: Date, now: Date): Promise<boolean> {
+  const rows = await db
+    .update(agentCredentials)
+    .set({ expiresAt: sql`least(coalesce(${agentCredentials.expiresAt}, ${at}), ${at})` })
+    .where(and(eq(agentCredentials.id, id), usableAt(now)))
+    .returning({ id: agentCredentials.id });
+  return rows.length > 0;
+}
+
+/** Revokes every credential of a cluster that was not revoked yet; returns their ids. */
+export async function revokeClusterCredentials(db: Db, clusterId: string, at: Date): Promise<string[]> {
+  const rows = await db
+    .update(agentCredentials)
+    .set({ revokedAt: at })
+    .where(and(eq(agentCredentials.clusterId, clusterId), isNull(agentCredentials.revokedAt)))
+    .returning({ id: agentCredentials.id });
+  return rows.map((row) => row.id);
+}
+
+/** Replaces a cluster's join token (the previous one, used or not, stops working). */
+export async function replaceJoinToken(
+  db: Db,
+  clusterId: string,
+  token: { hash: string; expiresAt: Date; now: Date },
+): Promise<ClusterRow | undefined> {
+  const [row] = await db
+    .update(clusters)
+    .set({ joinTokenHash: token.hash, joinTokenExpiresAt: token.expiresAt, updatedAt: token.now, resourceVersion: nextResourceVersion })
+    .where(eq(clusters.id, clusterId))
+    .returning();
+  return row;
+}
+
+/** Removes the cluster row (its credentials go with it, by cascade). */
+export async function deleteClusterRow(db: Db, id: string): Promise<boolean> {
+  const rows = await db.delete(clusters).where(eq(clusters.id, id)).returning({ id: clusters.id });
+  return rows.length > 0;
 }
 
 export async function recordHeartbeat(

@@ -61,6 +61,16 @@ export async function lockClusterDeployments(db: Db, clusterId: string): Promise
   return db.select().from(deployments).where(eq(deployments.clusterId, clusterId)).orderBy(deployments.id).for("update");
 }
 
+/** Deployments no cluster has taken yet whose spec names this cluster, row-locked (inside a transaction). */
+export async function lockDeploymentsWaitingFor(db: Db, clusterId: string): Promise<DeploymentRow[]> {
+  return db
+    .select()
+    .from(deployments)
+    .where(and(isNull(deployments.clusterId), sql`${deployments.spec}->>'clusterId' = ${clusterId}`))
+    .orderBy(deployments.id)
+    .for("update");
+}
+
 export interface DeploymentFilter {
   projectId?: string;
   phase?: string;

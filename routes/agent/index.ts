@@ -6,10 +6,13 @@ import { requestSignal, serviceContext, type AppEnv } from "../../src/api/env.ts
 import { holdSlot } from "../../src/api/rate-limit.ts";
 import { AUTH_PROBLEMS, BODY_PROBLEMS, bearerSecurity, jsonBody, jsonContent, problems } from "../../src/api/route-kit.ts";
 import { AgentEvent, Cluster, DesiredState, Heartbeat } from "../../src/domain/cluster.ts";
+import { Unauthorized } from "../../src/domain/errors.ts";
+import { REVOKED_CREDENTIAL_DETAIL } from "../../src/services/auth/authenticate.ts";
 import { confirmDeletion } from "../../src/services/agent/confirm-deletion.ts";
 import { getDesiredState } from "../../src/services/agent/desired-state.ts";
 import { receiveHeartbeat } from "../../src/services/agent/heartbeat.ts";
 import { recordAgentEvent } from "../../src/services/agent/record-agent-event.ts";
+import { registerAgentCredentialRoute } from "./credentials.ts";
 import { registerAgentMetricsRoute } from "./metrics.ts";
 import { registerAgentOperationRoutes } from "./operations.ts";
 
@@ -48,11 +51,17 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
     }),
     async (c) => {
       const { since, waitSeconds } = c.req.valid("query");
+      // Over the credential's cap of open long-polls: 429 before the wait.
       const release = holdSlot(c, "long-poll");
+      // Held so a revocation (or rotation's expiry) ends the wait at once, with a 401.
+      const hold = c.get("deps").notifications?.hold(c.get("principal"));
       try {
-        const state = await getDesiredState({ ctx: serviceContext(c), input: { since, waitSeconds, signal: requestSignal(c) } });
+        const signal = hold ? AbortSignal.any([requestSignal(c), hold.signal]) : requestSignal(c);
+        const state = await getDesiredState({ ctx: serviceContext(c), input: { since, waitSeconds, signal } });
+        if (hold?.signal.aborted) throw new Unauthorized(REVOKED_CREDENTIAL_DETAIL);
         return c.json(state, 200);
       } finally {
+        hold?.release();
         release();
       }
     },
@@ -92,4 +101,5 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
   );
   registerAgentOperationRoutes(app);
   registerAgentMetricsRoute(app);
+  registerAgentCredentialRoute(app);
 }

@@ -10,6 +10,7 @@ import { registerAgent } from "../../src/services/clusters/register-agent.ts";
 import { listClusters } from "../../src/services/clusters/list-clusters.ts";
 import { Cluster } from "../../src/domain/cluster.ts";
 import { ListQuery, listOf } from "../../src/domain/resources.ts";
+import { registerClusterLifecycleRoutes } from "./lifecycle.ts";
 
 const ClusterName = z
   .string()
@@ -79,4 +80,5 @@ export function registerClusterRoutes(app: OpenAPIHono<AppEnv>) {
     }),
     async (c) => c.json(await registerAgent({ ctx: systemContext(c), input: c.req.valid("json") }), 201),
   );
+  registerClusterLifecycleRoutes(app);
 }

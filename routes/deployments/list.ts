@@ -5,7 +5,7 @@ import { AUTH_PROBLEMS, bearerSecurity, problems } from "../../src/api/route-kit
 import { Deployment } from "../../src/domain/deployment.ts";
 import { ListQuery, listOf } from "../../src/domain/resources.ts";
 import { listDeployments } from "../../src/services/deployments/list-deployments.ts";
-import { pollDeploymentChanges, snapshotForWatch } from "../../src/services/deployments/watch-deployments.ts";
+import { pollDeploymentChanges, snapshotForWatch, WATCH_CHANNEL } from "../../src/services/deployments/watch-deployments.ts";
 import { resumePoint, streamPolled, type StreamItem } from "../../src/api/sse.ts";
 import type { Context } from "hono";
 
@@ -77,6 +77,7 @@ async function watch(c: Context<AppEnv>, projectId: string | undefined, resource
   return streamPolled(c, {
     after,
     batchSize: WATCH_BATCH,
+    channel: WATCH_CHANNEL,
     poll: async (since) => {
       if (pending.length > 0) {
         const first = pending;

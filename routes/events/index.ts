@@ -7,6 +7,7 @@ import { EVENT_TYPES, Event } from "../../src/domain/events.ts";
 import { listOf } from "../../src/domain/resources.ts";
 import { listEvents } from "../../src/services/events/list-events.ts";
 import { resumePoint, streamPolled } from "../../src/api/sse.ts";
+import { EVENTS_CHANNEL } from "../../src/services/events/list-events.ts";
 
 const STREAM_BATCH = 100;
 
@@ -67,6 +68,7 @@ export function registerEventRoutes(app: OpenAPIHono<AppEnv>) {
       return streamPolled(c, {
         after: resumePoint(c, query.after),
         batchSize: STREAM_BATCH,
+        channel: EVENTS_CHANNEL,
         poll: async (after) =>
           (await listEvents({ ctx, input: { after, limit: STREAM_BATCH, types, deploymentId: query.deploymentId } })).map((event) => ({
             id: event.seq,

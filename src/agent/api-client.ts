@@ -99,6 +99,20 @@ export async function registerAgent(baseUrl: string, joinToken: string): Promise
   return body as { clusterId: string; token: string };
 }
 
+/**
+ * Issues a new agent credential (`POST /v1/agent/credentials`); `token` keeps working until
+ * `previousExpiresAt` (the overlap window). One Idempotency-Key for every retry, so a
+ * retried request cannot leave a second new credential behind.
+ */
+export async function rotateAgentCredential(
+  baseUrl: string,
+  token: string,
+): Promise<{ clusterId: string; token: string; previousExpiresAt: string }> {
+  const headers = { "Idempotency-Key": `rotate-${crypto.randomUUID()}` };
+  const { body } = await request(baseUrl, token, "POST", "/v1/agent/credentials", { retry: DEFAULT_RETRY, headers });
+  return body as { clusterId: string; token: string; previousExpiresAt: string };
+}
+
 export function createApiClient({ baseUrl, token, retry = DEFAULT_RETRY }: { baseUrl: string; token: string; retry?: RetryPolicy }): AgentApi {
   return {
     async heartbeat(body, signal) {

@@ -22,6 +22,7 @@ import { PrincipalCache } from "../services/auth/principal-cache.ts";
 import { OpenSlots } from "../services/rate-limits/open-slots.ts";
 import { RequestLimiter } from "../services/rate-limits/request-limiter.ts";
 import { errorForLog } from "../services/log-error.ts";
+import { NotificationHub } from "../services/notifications/notification-hub.ts";
 import { requireBearer, requireMetricsToken } from "./auth.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
 import { registerApiReference, type DocsAssets } from "./docs.ts";
@@ -41,9 +42,16 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   const { metrics, docsAssets, ...given } = options;
+  const principals = new PrincipalCache(given.config.authCacheSeconds * 1000);
+  // Without a hub from the entry (which owns its LISTEN session) streams poll on timers,
+  // and revocations still end this instance's streams at once and others' by revalidation.
+  const notifications =
+    given.notifications ?? new NotificationHub({ db: given.db, clock: given.clock });
+  notifications.onRevocation((principalId) => principals.forgetPrincipal(principalId));
   const deps: AppDeps = {
     ...given,
-    principals: new PrincipalCache(given.config.authCacheSeconds * 1000),
+    principals,
+    notifications,
     limiter: new RequestLimiter(given.config.rateLimits),
     openSlots: new OpenSlots(),
   };

@@ -35,6 +35,8 @@ export const Config = z
     BERTH_DATA_DIR: z.string().min(1).default("./.berth"),
     BERTH_ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
     BERTH_AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
+    // How long a rotated agent credential keeps working beside its successor (docs/design.md §14.4).
+    BERTH_AGENT_CREDENTIAL_OVERLAP_SECONDS: z.coerce.number().int().min(0).max(7 * 24 * 60 * 60).default(600),
     LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "silent"]).default("info"),
     BERTH_WEBHOOK_RETRY_SCHEDULE: z
       .string()
@@ -106,6 +108,7 @@ export const Config = z
     adminToken: env.BERTH_ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,
     authCacheSeconds: env.BERTH_AUTH_CACHE_SECONDS,
+    agentCredentialOverlapSeconds: env.BERTH_AGENT_CREDENTIAL_OVERLAP_SECONDS,
     webhookRetrySchedule: env.BERTH_WEBHOOK_RETRY_SCHEDULE ?? [...DEFAULT_RETRY_SCHEDULE_SECONDS],
     webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE,
     webhookAllowHttp: env.BERTH_WEBHOOK_ALLOW_HTTP,

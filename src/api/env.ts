@@ -7,6 +7,7 @@ import type { Principal } from "../domain/principal.ts";
 import type { PrincipalCache } from "../services/auth/principal-cache.ts";
 import type { OpenSlots } from "../services/rate-limits/open-slots.ts";
 import type { RequestLimiter } from "../services/rate-limits/request-limiter.ts";
+import type { NotificationHub } from "../services/notifications/notification-hub.ts";
 import type { AppConfig, ServiceContext, SystemContext } from "../services/context.ts";
 import type { WebhookTransport } from "../services/webhooks/transport.ts";
 
@@ -35,6 +36,8 @@ export interface AppDeps {
   limiter?: RequestLimiter;
   /** This instance's open streams and long-polls per key (built by createApp). */
   openSlots?: OpenSlots;
+  /** This instance's notification hub (one LISTEN session); createApp builds one when absent. */
+  notifications?: NotificationHub;
 }
 
 export type AppEnv = {
@@ -46,8 +49,8 @@ export type AppEnv = {
 };
 
 export function systemContext(c: Context<AppEnv>): SystemContext {
-  const { db, clock, config, principals, webhookTransport } = c.get("deps");
-  return { db, clock, config, principals, webhookTransport };
+  const { db, clock, config, principals, webhookTransport, notifications } = c.get("deps");
+  return { db, clock, config, principals, webhookTransport, notifications };
 }
 
 /** The request's abort signal, also aborted when the instance begins to stop. */

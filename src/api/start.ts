@@ -12,6 +12,7 @@ import { bootstrapInstallation } from "../services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../services/context.ts";
 import { errorForLog } from "../services/log-error.ts";
 import { MAINTENANCE_INTERVAL_MS, runMaintenance } from "../services/maintenance.ts";
+import { NotificationHub } from "../services/notifications/notification-hub.ts";
 import { dispatchWebhooks } from "../services/webhooks/dispatch-webhooks.ts";
 import { sealEndpointSecrets } from "../services/webhooks/endpoint-secrets.ts";
 import type { WebhookTransport } from "../services/webhooks/transport.ts";
@@ -126,6 +127,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     adminToken: config.adminToken,
     metricsToken: config.metricsToken,
     authCacheSeconds: config.authCacheSeconds,
+    agentCredentialOverlapSeconds: config.agentCredentialOverlapSeconds,
     webhooks: {
       ...DEFAULT_APP_CONFIG.webhooks,
       retryScheduleSeconds: config.webhookRetrySchedule,
@@ -153,8 +155,17 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     prefix: "berth_api_",
   });
   const shutdown = new AbortController();
+  // One LISTEN session for this instance's streams, long-polls and revocation notices.
+  const notifications = new NotificationHub({
+    db: database.db,
+    clock: systemClock,
+    listen: database.listen?.bind(database),
+    warn: (obj, msg) => runtime.logger.warn(obj, msg),
+  });
+  await notifications.start();
   const app = createApp({
     ...ctx,
+    notifications,
     shutdown: shutdown.signal,
     logger: runtime.logger,
     checkDatabase: () => database.ping(),
@@ -183,6 +194,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
       shutdown.abort();
       clearInterval(maintenance);
       await dispatcher.stop();
+      await notifications.close();
       await database.close();
     },
   };

@@ -24,6 +24,7 @@ const USAGE = `usage: berth agent --api URL --token ba_… [--kubeconfig FILE] [
                     [--leader-elect-renew-deadline 10s] [--leader-elect-retry-period 2s]]
                    [--ingress-namespace NAME] [--model-egress-cidr CIDR]
        berth agent install --print --api URL [--token ba_…]   (berth agent install --help)
+       berth agent rotate-credential --api URL --token ba_…   (berth agent rotate-credential --help)
 
 Runs the cluster agent: it long-polls the API for its cluster's deployments and reconciles
 them into Kubernetes. --api and --token may come from BERTH_API_URL and BERTH_AGENT_TOKEN;
@@ -54,6 +55,10 @@ export async function run(args: string[]): Promise<number> {
   if (args[0] === "install") {
     const { processIo, runAgentInstall } = await import("./agent-install.ts");
     return runAgentInstall(args.slice(1), processIo);
+  }
+  if (args[0] === "rotate-credential") {
+    const { runAgentRotate } = await import("./agent-rotate.ts");
+    return runAgentRotate(args.slice(1));
   }
   const { values } = parseCommandArgs(args, {
     name: "berth agent",

@@ -39,6 +39,11 @@ export function requireAgent(principal: Principal): Extract<Principal, { kind: "
   return principal;
 }
 
+/** The id a revocation names: the API key's id, or the agent credential's. */
+export function principalIdOf(principal: Principal): string {
+  return principal.kind === "user" ? principal.keyId : principal.credentialId;
+}
+
 /** Whether a user may see a project's objects at all (others are reported as not found). */
 export function canSeeProject(user: UserPrincipal, projectId: string): boolean {
   return user.projectId === null || user.projectId === projectId;

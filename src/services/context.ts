@@ -7,6 +7,7 @@ import type { SecretKeyring } from "../domain/secret-envelope.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../domain/webhook-retry.ts";
 import type { PrincipalCache } from "./auth/principal-cache.ts";
 import { DEFAULT_RATE_LIMITS, type RateLimitConfig } from "./rate-limits/config.ts";
+import type { NotificationHub } from "./notifications/notification-hub.ts";
 import type { WebhookTransport } from "./webhooks/transport.ts";
 
 export interface ServiceContext {
@@ -18,6 +19,8 @@ export interface ServiceContext {
   principals?: PrincipalCache;
   /** How webhooks resolve and reach receivers (runtime-specific, from the entry); absent = plain fetch. */
   webhookTransport?: WebhookTransport;
+  /** This instance's LISTEN session: change wake-ups and revocation notices; absent = poll. */
+  notifications?: NotificationHub;
 }
 
 /** Context for work done before a caller is known (authentication, bootstrap). */
@@ -35,8 +38,12 @@ export interface AppConfig {
   idempotencyTtlSeconds: number;
   /** How long an instance may reuse a token's principal without asking the database (0 = never). */
   authCacheSeconds: number;
-  /** How often an open event or watch stream looks for changes. */
+  /** How often an open event or watch stream looks for changes where no NOTIFY arrives (Neon). */
   streamPollMs: number;
+  /** With NOTIFY: how long a stream sleeps at most without a notice (survives a lost one). */
+  streamFallbackMs: number;
+  /** BERTH_AGENT_CREDENTIAL_OVERLAP_SECONDS: how long a rotated agent credential keeps working. */
+  agentCredentialOverlapSeconds: number;
   /** After this long without an event, a stream sends a comment so proxies keep it open. */
   streamHeartbeatMs: number;
   webhooks: WebhookConfig;
@@ -79,6 +86,8 @@ export const DEFAULT_APP_CONFIG: AppConfig = {
   idempotencyTtlSeconds: 24 * 60 * 60,
   authCacheSeconds: 5,
   streamPollMs: 500,
+  streamFallbackMs: 10_000,
+  agentCredentialOverlapSeconds: 600,
   streamHeartbeatMs: 15_000,
   webhooks: {
     retryScheduleSeconds: DEFAULT_RETRY_SCHEDULE_SECONDS,

@@ -125,6 +125,41 @@ describe("berth login, keys, clusters and webhooks", () => {
     expect(table.stdout.split("\n")[1]!.split(/\s{2,}/).slice(0, 3)).toEqual([id, "gpu-east", "Pending"]);
   });
 
+  it("clusters join-token, agent rotate-credential, clusters revoke-credentials and delete (refused, then moved)", async () => {
+    const from = (await world.api("POST", "/v1/clusters", { name: "cli-from" })).body.cluster.id as string;
+    const to = (await world.api("POST", "/v1/clusters", { name: "cli-to" })).body.cluster.id as string;
+    // Placed before the agent reports an inventory (admission then checks its free GPUs).
+    const spec = { model: { name: "Qwen/Qwen3-8B" }, engine: { name: "vllm", image: "vllm/vllm-openai:v0.11.0" }, roles: [{ name: "main", resources: { gpus: 1 } }], clusterId: from };
+    expect((await world.api("POST", "/v1/deployments", { name: "cli-placed", projectId, spec })).status).toBe(201);
+    const issued = await world.berth(["clusters", "join-token", from]);
+    expect(issued.code).toBe(0);
+    const joinToken = /^join token: (\S+)$/m.exec(issued.stdout)?.[1];
+    expect(issued.stderr).toMatch(/previous one no longer works/);
+    const registered = await fetch(`${server.url}/v1/agent/register`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ joinToken }),
+    });
+    expect(registered.status).toBe(201);
+    const agentToken = ((await registered.json()) as { token: string }).token;
+    const rotated = await world.berth(["agent", "rotate-credential", "--api", server.url, "--token", agentToken]);
+    expect(rotated.code).toBe(0);
+    expect(rotated.stdout).toMatch(/^ba_\w+\n$/);
+    expect(rotated.stderr).toMatch(/previous one stops working at \d{4}-/);
+    const heartbeat = { agentVersion: "cli", inventory: { nodes: [] } };
+    expect((await world.api("POST", "/v1/agent/heartbeat", heartbeat, rotated.stdout.trim())).status).toBe(200);
+    const revoked = await world.berth(["clusters", "revoke-credentials", from]);
+    expect(revoked).toMatchObject({ code: 0, stdout: `cluster ${from}: 2 agent credential(s) revoked\n` });
+    expect((await world.api("POST", "/v1/agent/heartbeat", heartbeat, rotated.stdout.trim())).status).toBe(401);
+
+    const refused = await world.berth(["clusters", "delete", from]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/cli-placed/);
+    const moved = await world.berth(["clusters", "delete", from, "--move-to", to]);
+    expect(moved).toMatchObject({ code: 0, stdout: `cluster ${from} deleted; its deployments moved to ${to}\n` });
+    expect((await world.api("GET", `/v1/clusters/${from}`)).status).toBe(404);
+  });
+
   it("webhooks create (secret shown once), list, test and delete", async () => {
     const created = await world.berth(["webhooks", "create", receiverUrl, "--event", "deployment.created", "--event", "deployment.deleted", "-o", "json"]);
     expect(created.code).toBe(0);

@@ -5,7 +5,9 @@ import { createApp, type AppOptions } from "../../src/api/app.ts";
 import type { AppDeps, AppEnv, Logger } from "../../src/api/env.ts";
 import { bootstrapInstallation } from "../../src/services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../../src/services/context.ts";
+import { NotificationHub } from "../../src/services/notifications/notification-hub.ts";
 import type { WebhookTransport } from "../../src/services/webhooks/transport.ts";
+import { createDatabase } from "../../db/client.ts";
 import { openTestDatabase, type TestDatabase, type TestDriver } from "./databases.ts";
 import { TEST_SECRET_KEYS } from "./secret-key.ts";
 
@@ -53,6 +55,8 @@ export interface TestApi {
   createKey(role: "viewer" | "editor" | "admin", projectId?: string): Promise<string>;
   /** Creates a cluster and registers an agent for it; returns the agent token and cluster id. */
   createAgent(name?: string): Promise<{ token: string; clusterId: string }>;
+  /** This instance's notification hub (LISTEN on the test database). */
+  notifications: NotificationHub;
   close(): Promise<void>;
 }
 
@@ -64,11 +68,27 @@ export interface TestApiOptions {
   peerAddress?: AppDeps["peerAddress"];
   /** Serve /metrics with these (the entries pass prom-client's); absent = no /metrics route. */
   metrics?: AppOptions["metrics"];
+  /** A second API instance on this (postgres) test database, with its own pool and LISTEN session. */
+  sameDatabaseAs?: TestDatabase;
+  /** How often the hub revalidates open streams' principals (default 5 s). */
+  revalidateMs?: number;
+}
+
+/** Another connection pool to an existing postgres test database; closing it leaves the database. */
+async function openSecondInstance(of: TestDatabase): Promise<TestDatabase> {
+  if (of.driver !== "postgres") throw new Error("a second instance needs a postgres test database");
+  return { ...(await createDatabase({ driver: "postgres", url: of.url })), url: of.url };
 }
 
 export async function createTestApi(driver: TestDriver, config: Partial<AppConfig> = {}, options: TestApiOptions = {}): Promise<TestApi> {
-  const database = await openTestDatabase(driver);
+  const database = options.sameDatabaseAs ? await openSecondInstance(options.sameDatabaseAs) : await openTestDatabase(driver);
   const clock = options.clock ?? new TestClock();
+  const notifications = new NotificationHub({
+    db: database.db,
+    clock,
+    listen: database.listen?.bind(database),
+    revalidateMs: options.revalidateMs,
+  });
   const appConfig: AppConfig = { ...DEFAULT_APP_CONFIG, adminToken: ADMIN_TOKEN, secretKeys: TEST_SECRET_KEYS, ...config };
   await bootstrapInstallation({ ctx: { db: database.db, clock, config: appConfig } });
   const app = createApp({
@@ -80,6 +100,7 @@ export async function createTestApi(driver: TestDriver, config: Partial<AppConfi
     webhookTransport: options.webhookTransport,
     peerAddress: options.peerAddress,
     metrics: options.metrics,
+    notifications,
   });
 
   const call: TestApi["call"] = async (method, path, options = {}) => {
@@ -124,7 +145,11 @@ export async function createTestApi(driver: TestDriver, config: Partial<AppConfi
       if (registered.status !== 201) throw new Error(`register: ${registered.status} ${JSON.stringify(registered.body)}`);
       return { token: registered.body.token, clusterId: created.body.cluster.id };
     },
-    close: () => database.close(),
+    notifications,
+    async close() {
+      await notifications.close();
+      await database.close();
+    },
   };
 }
 

@@ -309,7 +309,11 @@ export interface paths {
         get: operations["getCluster"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a cluster and revoke its agent (installation admin)
+         * @description Refused with 409 naming the deployments placed on the cluster (at most 20, then a count) unless moveTo names another cluster: they are then reassigned there in the same transaction and that cluster's agent creates them. The deleted cluster's agent is revoked and told nothing more; it never deletes on losing contact, so remove what it ran by uninstalling it. Records cluster.deleted.
+         */
+        delete: operations["deleteCluster"];
         options?: never;
         head?: never;
         patch?: never;
@@ -326,6 +330,46 @@ export interface paths {
         put?: never;
         /** Exchange a join token for an agent credential (ba_…) */
         post: operations["registerAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/clusters/{id}/join-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a new one-time join token for a cluster (installation admin); the previous one stops working
+         * @description For an agent that must register again, e.g. after its credentials were revoked. Valid for 1 h, works once.
+         */
+        post: operations["issueClusterJoinToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/clusters/{id}/credentials/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke every agent credential of a cluster (installation admin)
+         * @description The agent's requests get 401 at once on every API instance, and its open long-polls end within 5 s; it must register again with a new join token (POST /v1/clusters/{id}/join-token).
+         */
+        post: operations["revokeClusterCredentials"];
         delete?: never;
         options?: never;
         head?: never;
@@ -458,6 +502,26 @@ export interface paths {
         /** Store a deployment's latest aggregated engine signals (replaces the previous ones) */
         put: operations["agentPutDeploymentMetrics"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agent/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a new agent credential; the calling one keeps working for an overlap window, then expires
+         * @description The overlap (BERTH_AGENT_CREDENTIAL_OVERLAP_SECONDS, default 600) lets the agent store the new credential before the old stops working.
+         */
+        post: operations["agentRotateCredential"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1063,6 +1127,23 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "cluster.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sent when cluster.deleted occurs */
+        post: operations["onClusterDeleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "request.ready": {
         parameters: {
             query?: never;
@@ -1411,6 +1492,18 @@ export interface components {
         ClusterDisconnectedWebhook: {
             /** @enum {string} */
             type: "cluster.disconnected";
+            /**
+             * Format: date-time
+             * @description When the event occurred
+             */
+            timestamp: string;
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        ClusterDeletedWebhook: {
+            /** @enum {string} */
+            type: "cluster.deleted";
             /**
              * Format: date-time
              * @description When the event occurred
@@ -2416,7 +2509,7 @@ export interface components {
             };
         };
         /** @enum {string} */
-        EventType: "deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test";
+        EventType: "deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "cluster.deleted" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test";
         RevisionList: {
             items: components["schemas"]["Revision"][];
             /** @description Pass as ?cursor= for the next page; null on the last page. */
@@ -2496,6 +2589,16 @@ export interface components {
         };
         AgentRegister: {
             joinToken: string;
+        };
+        ClusterJoinToken: {
+            cluster: components["schemas"]["Cluster"];
+            joinToken: string;
+            expiresAt: string;
+        };
+        ClusterCredentialsRevoked: {
+            clusterId: string;
+            /** @description Credentials revoked by this call */
+            revoked: number;
         };
         Heartbeat: {
             agentVersion: string;
@@ -2610,6 +2713,13 @@ export interface components {
             /** @description One entry per role scraped. */
             roles: components["schemas"]["RoleMetrics"][];
         };
+        AgentCredentialRotated: {
+            clusterId: string;
+            /** @description The new credential (ba_…); shown once */
+            token: string;
+            /** @description When the calling credential stops working */
+            previousExpiresAt: string;
+        };
         EventList: {
             items: components["schemas"]["Event"][];
             /** @description Pass as ?cursor= for the next page; null on the last page. */
@@ -2654,7 +2764,7 @@ export interface components {
             /** @description Where deliveries are POSTed: https (or http); must resolve to public addresses unless the installation allows private ones */
             url: string;
             /** @description Event types to receive, or ["*"] for every type (webhook.test is sent only by the test verb, whatever this says) */
-            eventTypes: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "*")[];
+            eventTypes: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "cluster.deleted" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "*")[];
             /**
              * @description What the endpoint is for
              * @default
@@ -2703,7 +2813,7 @@ export interface components {
             /** @description Where deliveries are POSTed: https (or http); must resolve to public addresses unless the installation allows private ones */
             url?: string;
             /** @description Event types to receive, or ["*"] for every type (webhook.test is sent only by the test verb, whatever this says) */
-            eventTypes?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "*")[];
+            eventTypes?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "cluster.deleted" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "*")[];
             /** @description What the endpoint is for */
             description?: string;
             /** @description true re-enables an endpoint that was disabled (it forgets why); false pauses deliveries */
@@ -5389,6 +5499,75 @@ export interface operations {
             };
         };
     };
+    deleteCluster: {
+        parameters: {
+            query?: {
+                /** @description Reassign the cluster's deployments to this cluster, then delete */
+                moveTo?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Cluster id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     registerAgent: {
         parameters: {
             query?: never;
@@ -5441,6 +5620,124 @@ export interface operations {
             };
             /** @description Content type not accepted */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    issueClusterJoinToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Cluster id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token, shown only now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterJoinToken"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeClusterCredentials: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Cluster id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterCredentialsRevoked"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or not visible to this key */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6119,6 +6416,53 @@ export interface operations {
             };
         };
     };
+    agentRotateCredential: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new credential */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentCredentialRotated"];
+                };
+            };
+            /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key may not do this, or the project's GPU quota would be exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -6127,7 +6471,7 @@ export interface operations {
                 /** @description Page size, 1–500 */
                 limit?: number;
                 /** @description Only these types; repeat the parameter for several */
-                type?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test") | ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test")[];
+                type?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "cluster.deleted" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test") | ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "cluster.deleted" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test")[];
                 /** @description Only events about this deployment */
                 deploymentId?: string;
             };
@@ -6181,7 +6525,7 @@ export interface operations {
                 /** @description Only events with a larger seq */
                 after?: number | null;
                 /** @description Only these types; repeat the parameter for several */
-                type?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test") | ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test")[];
+                type?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "cluster.deleted" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test") | ("deployment.created" | "deployment.updated" | "deployment.deleted" | "deployment.ready" | "deployment.degraded" | "deployment.failed" | "deployment.scaled" | "deployment.resized" | "replica.retiring" | "replica.retired" | "operation.started" | "operation.succeeded" | "operation.failed" | "cluster.connected" | "cluster.disconnected" | "cluster.deleted" | "request.ready" | "request.deployed" | "request.failed" | "webhook.disabled" | "webhook.test")[];
                 /** @description Only events about this deployment */
                 deploymentId?: string;
             };
@@ -8038,6 +8382,35 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ClusterDisconnectedWebhook"];
+            };
+        };
+        responses: {
+            /** @description Received. Any other answer is retried (Retry-After is honoured); 410 disables the endpoint. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onClusterDeleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…): the same on every attempt, so deduplicate on it */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was sent */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of id.timestamp.body>` signatures with the endpoint's secret (and for 24 h after a rotation, also the previous one). Verify with any Standard Webhooks library. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClusterDeletedWebhook"];
             };
         };
         responses: {

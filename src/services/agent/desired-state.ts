@@ -1,11 +1,14 @@
 // GET /v1/agent/desired: what the agent's cluster should run. The first call (since 0)
 // returns every deployment of the cluster; later calls long-poll for changes after
 // `since` — deployments and tombstones, in resourceVersion order — answering as soon as
-// one commits (polled every 250 ms) or empty when the wait ends. Level-triggered: each
+// one commits (woken by the instance's NOTIFY on deployment writes, with a slow timer in
+// case a notice is lost; polled every 250 ms where there is no NOTIFY) or empty when the
+// wait ends. Level-triggered: each
 // item is the latest state, never a diff. On a database that never held a deployment the
 // snapshot's resourceVersion is 0, so since=0 long-polls too (changes after 0 are the
 // whole snapshot); otherwise an agent there could only ask again at once, in a busy loop.
 import type { Db } from "../../../db/client.ts";
+import { CHANGES_CHANNEL } from "../../../db/queries/change-log.ts";
 import { listDeploymentChanges, snapshotDeployments } from "../../../db/queries/deployments.ts";
 import { findProjectsByIds } from "../../../db/queries/projects.ts";
 import type { DesiredState } from "../../domain/cluster.ts";
@@ -38,7 +41,10 @@ export async function getDesiredState({
     };
   }
   const deadline = Date.now() + input.waitSeconds * 1000;
+  const hub = ctx.notifications;
+  const listening = (await hub?.start()) ?? false;
   for (;;) {
+    const seen = hub?.count(CHANGES_CHANNEL) ?? 0;
     const changes = await listDeploymentChanges(ctx.db, {
       afterVersion: input.since,
       limit: BATCH,
@@ -66,7 +72,9 @@ export async function getDesiredState({
       }
       return state;
     }
-    await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
+    const remaining = Math.max(0, deadline - Date.now());
+    if (hub && listening) await hub.waitForChange(CHANGES_CHANNEL, seen, Math.min(ctx.config.streamFallbackMs, remaining), input.signal);
+    else await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, remaining)));
   }
 }
 

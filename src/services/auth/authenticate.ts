@@ -15,6 +15,10 @@ export function bearerToken(authorization: string | undefined): string | undefin
   return /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
 }
 
+/** What an agent hears when its credential no longer works: the way out is a new join token. */
+export const REVOKED_CREDENTIAL_DETAIL =
+  "The agent credential is unknown, revoked or expired; register the agent again with a new join token (POST /v1/clusters/{id}/join-token).";
+
 export async function authenticate({ ctx, input }: { ctx: SystemContext; input: { authorization?: string } }): Promise<Principal> {
   const token = bearerToken(input.authorization);
   if (!token) {
@@ -23,23 +27,30 @@ export async function authenticate({ ctx, input }: { ctx: SystemContext; input: 
   const now = ctx.clock.now();
   const cached = ctx.principals?.get(token, now);
   if (cached) return cached;
-  const principal = await lookUpPrincipal(ctx, token);
-  if (!principal) throw new Unauthorized(UNKNOWN_KEY);
-  ctx.principals?.set(token, principal, now);
-  return principal;
+  const found = await lookUpPrincipal(ctx, token, now);
+  if (!found) {
+    throw new Unauthorized(token.startsWith("ba_") ? REVOKED_CREDENTIAL_DETAIL : UNKNOWN_KEY);
+  }
+  ctx.principals?.set(token, found.principal, now, found.notAfter);
+  return found.principal;
 }
 
-async function lookUpPrincipal(ctx: SystemContext, token: string): Promise<Principal | undefined> {
+async function lookUpPrincipal(ctx: SystemContext, token: string, now: Date): Promise<{ principal: Principal; notAfter?: Date } | undefined> {
   const hash = await sha256Hex(token);
   if (ctx.config.adminToken && hash === (await adminTokenHash(ctx.config.adminToken))) {
-    return { kind: "user", keyId: ADMIN_TOKEN_KEY_ID, role: "admin", projectId: null };
+    return { principal: { kind: "user", keyId: ADMIN_TOKEN_KEY_ID, role: "admin", projectId: null } };
   }
   if (token.startsWith("ba_")) {
-    const credential = await findActiveAgentCredentialByHash(ctx.db, hash);
-    return credential && { kind: "agent", credentialId: credential.id, clusterId: credential.clusterId };
+    const credential = await findActiveAgentCredentialByHash(ctx.db, hash, now);
+    return (
+      credential && {
+        principal: { kind: "agent", credentialId: credential.id, clusterId: credential.clusterId },
+        notAfter: credential.expiresAt ?? undefined,
+      }
+    );
   }
   const key = await findActiveApiKeyByHash(ctx.db, hash);
-  return key && { kind: "user", keyId: key.id, role: key.role, projectId: key.projectId };
+  return key && { principal: { kind: "user", keyId: key.id, role: key.role, projectId: key.projectId } };
 }
 
 /** The admin token's hash, computed once per configured token rather than per request. */

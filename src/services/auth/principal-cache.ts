@@ -1,8 +1,10 @@
 // A short-lived, per-instance memory of which token is which principal, so a hot
-// read costs one query instead of two. Entries live `ttlMs` at most: a key revoked on
-// another API instance keeps working there for at most that long (on this instance,
-// revocation forgets it at once). Bounded: the oldest entries go first.
-import type { Principal } from "../../domain/principal.ts";
+// read costs one query instead of two. Entries live `ttlMs` at most, and never past the
+// credential's own expiry. A revocation is announced to every instance (NOTIFY, see
+// src/services/notifications/notification-hub.ts), which forgets the principal at once;
+// `ttlMs` bounds how long a key keeps working only where no notice arrives (Neon, or a
+// LISTEN connection that is down). Bounded: the oldest entries go first.
+import { principalIdOf, type Principal } from "../../domain/principal.ts";
 
 interface Entry {
   principal: Principal;
@@ -27,19 +29,26 @@ export class PrincipalCache {
     return entry.principal;
   }
 
-  set(token: string, principal: Principal, now: Date): void {
+  /** `notAfter`: when the credential itself stops working (a rotated agent credential). */
+  set(token: string, principal: Principal, now: Date, notAfter?: Date): void {
     if (this.ttlMs <= 0) return;
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);
     }
-    this.entries.set(token, { principal, expiresAt: now.getTime() + this.ttlMs });
+    const expiresAt = Math.min(now.getTime() + this.ttlMs, notAfter?.getTime() ?? Infinity);
+    this.entries.set(token, { principal, expiresAt });
   }
 
   /** Forgets every token of one API key (after it is revoked here). */
   forgetKey(keyId: string): void {
+    this.forgetPrincipal(keyId);
+  }
+
+  /** Forgets every token of one API key or agent credential, by its id. */
+  forgetPrincipal(id: string): void {
     for (const [token, entry] of this.entries) {
-      if (entry.principal.kind === "user" && entry.principal.keyId === keyId) this.entries.delete(token);
+      if (principalIdOf(entry.principal) === id) this.entries.delete(token);
     }
   }
 }

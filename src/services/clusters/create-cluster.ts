@@ -4,9 +4,8 @@ import { Conflict } from "../../domain/errors.ts";
 import { newId, newToken, sha256Hex } from "../../domain/ids.ts";
 import { requireInstallationAdmin } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
+import { JOIN_TOKEN_TTL_MS } from "./agent-credentials.ts";
 import { toCluster } from "./cluster-view.ts";
-
-const JOIN_TOKEN_TTL_MS = 60 * 60 * 1000;
 
 export async function createCluster({ ctx, input }: { ctx: ServiceContext; input: { name: string } }) {
   requireInstallationAdmin(ctx.principal);

@@ -4,6 +4,7 @@
 // level-triggered: each notice carries the latest state, so changes made between two
 // polls arrive as one notice (a deployment created and deleted in between shows only as
 // DELETED); a deletion is never missed.
+import { CHANGES_CHANNEL } from "../../../db/queries/change-log.ts";
 import { listDeploymentChanges, snapshotDeployments, type DeploymentChange } from "../../../db/queries/deployments.ts";
 import type { Deployment } from "../../domain/deployment.ts";
 import { requireUser } from "../../domain/principal.ts";
@@ -13,6 +14,9 @@ import { toDeployment } from "./deployment-view.ts";
 export type WatchNotice =
   | { type: "ADDED" | "MODIFIED"; resourceVersion: number; object: Deployment }
   | { type: "DELETED"; resourceVersion: number; object: { id: string; name: string; projectId: string; resourceVersion: number } };
+
+/** Announces each committed deployment write; a watch wakes on it. */
+export const WATCH_CHANNEL = CHANGES_CHANNEL;
 
 /** The most a snapshot sends; a larger installation should page with the list route first. */
 const SNAPSHOT_LIMIT = 10_000;

@@ -1,6 +1,9 @@
 // Reads the event log after a sequence number. A project-bound key sees only its
 // project's events; an installation key sees every event, installation-wide ones too.
 import { listCommittedEvents, type EventRow } from "../../../db/queries/events.ts";
+
+/** Announces each committed event; the event stream wakes on it. */
+export { EVENTS_CHANNEL } from "../../../db/queries/events.ts";
 import type { Event, EventType } from "../../domain/events.ts";
 import { requireUser } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
