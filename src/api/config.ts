@@ -1,9 +1,18 @@
 // Configuration is parsed once, at start, from the environment; a bad value stops
 // start-up with a message naming the variable. Nothing reads process.env later.
 import { z } from "zod";
+import { DEFAULT_RETENTION_WINDOWS, MAX_RETENTION_HOURS } from "../domain/retention.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from "../domain/webhook-retry.ts";
 
 const DRIVERS = ["pglite", "postgres", "neon"] as const;
+
+/** A retention window: whole hours (1 to ten years), or "never" to keep rows forever (null). */
+const retentionHours = z
+  .string()
+  .regex(/^(never|\d{1,6})$/, `hours (1–${MAX_RETENTION_HOURS}) or "never"`)
+  .transform((text) => (text === "never" ? null : Number(text)))
+  .refine((hours) => hours === null || (hours >= 1 && hours <= MAX_RETENTION_HOURS), `hours (1–${MAX_RETENTION_HOURS}) or "never"`)
+  .optional();
 
 export const Config = z
   .object({
@@ -38,6 +47,10 @@ export const Config = z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
       .default("true")
       .transform((value) => value === "true" || value === "1"),
+    BERTH_RETENTION_EVENTS_HOURS: retentionHours,
+    BERTH_RETENTION_TOMBSTONES_HOURS: retentionHours,
+    BERTH_RETENTION_DELIVERIES_HOURS: retentionHours,
+    BERTH_RETENTION_OPERATIONS_HOURS: retentionHours,
   })
   .transform((env) => ({
     port: env.PORT,
@@ -51,7 +64,18 @@ export const Config = z
     webhookRetrySchedule: env.BERTH_WEBHOOK_RETRY_SCHEDULE ?? [...DEFAULT_RETRY_SCHEDULE_SECONDS],
     webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE,
     migrateOnStart: env.BERTH_MIGRATE,
+    retentionWindows: {
+      eventsHours: pick(env.BERTH_RETENTION_EVENTS_HOURS, DEFAULT_RETENTION_WINDOWS.eventsHours),
+      tombstonesHours: pick(env.BERTH_RETENTION_TOMBSTONES_HOURS, DEFAULT_RETENTION_WINDOWS.tombstonesHours),
+      deliveriesHours: pick(env.BERTH_RETENTION_DELIVERIES_HOURS, DEFAULT_RETENTION_WINDOWS.deliveriesHours),
+      operationsHours: pick(env.BERTH_RETENTION_OPERATIONS_HOURS, DEFAULT_RETENTION_WINDOWS.operationsHours),
+    },
   }));
+
+/** An unset window takes its default; "never" (null) is a choice, not an absence. */
+function pick(value: number | null | undefined, fallback: number | null): number | null {
+  return value === undefined ? fallback : value;
+}
 
 export type Config = z.output<typeof Config>;
 

@@ -3,6 +3,7 @@
 import type { Db } from "../../db/client.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
+import { DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "../domain/retention.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../domain/webhook-retry.ts";
 import type { PrincipalCache } from "./auth/principal-cache.ts";
 import type { WebhookTransport } from "./webhooks/transport.ts";
@@ -36,6 +37,17 @@ export interface AppConfig {
   /** After this long without an event, a stream sends a comment so proxies keep it open. */
   streamHeartbeatMs: number;
   webhooks: WebhookConfig;
+  retention: RetentionConfig;
+}
+
+/** Retention (docs/design.md §14.5). */
+export interface RetentionConfig {
+  /** BERTH_RETENTION_*_HOURS: how long each table keeps rows (null: forever). */
+  windows: RetentionWindows;
+  /** Rows one purge statement deletes at most. */
+  batchSize: number;
+  /** Batches per table one maintenance pass runs at most; the rest waits for the next pass. */
+  maxBatchesPerPass: number;
 }
 
 /** Webhook delivery (docs/design.md §10). */
@@ -77,4 +89,5 @@ export const DEFAULT_APP_CONFIG: AppConfig = {
     endpointConcurrency: 4,
     fanoutBatch: 500,
   },
+  retention: { windows: DEFAULT_RETENTION_WINDOWS, batchSize: 5000, maxBatchesPerPass: 20 },
 };
