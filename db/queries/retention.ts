@@ -130,3 +130,18 @@ export async function eventIsKept(db: Db, eventId: string): Promise<boolean> {
   const result = (await db.execute(sql`select 1 from events where id = ${eventId}`)) as unknown as Rows<unknown>;
   return result.rows.length > 0;
 }
+
+/** The tables retention purges, by the report's names (attempts go with deliveries). */
+const PURGED_TABLES = {
+  events: sql`events`,
+  tombstones: sql`deployment_tombstones`,
+  deliveries: sql`webhook_deliveries, webhook_attempts`,
+  operations: sql`operations`,
+  idempotencyKeys: sql`idempotency_keys`,
+} as const;
+
+/** Plain VACUUM (no lock against reads or writes) of the purged tables, so their space is reused. Outside a transaction. */
+export async function vacuumPurgedTables(db: Db, tables: Array<keyof typeof PURGED_TABLES>): Promise<void> {
+  if (tables.length === 0) return;
+  await db.execute(sql`vacuum ${sql.join(tables.map((table) => PURGED_TABLES[table]), sql`, `)}`);
+}

@@ -64,7 +64,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
       retryScheduleSeconds: config.webhookRetrySchedule,
       allowPrivateAddresses: config.webhookAllowPrivate,
     },
-    retention: { ...DEFAULT_APP_CONFIG.retention, windows: config.retentionWindows },
+    retention: { ...DEFAULT_APP_CONFIG.retention, windows: config.retentionWindows, vacuumAfterPurge: database.driver === "pglite" },
   };
   const ctx = { db: database.db, clock: systemClock, config: appConfig, webhookTransport: runtime.webhookTransport };
   const { adminToken } = await bootstrapInstallation({ ctx });

@@ -48,6 +48,12 @@ export interface RetentionConfig {
   batchSize: number;
   /** Batches per table one maintenance pass runs at most; the rest waits for the next pass. */
   maxBatchesPerPass: number;
+  /**
+   * VACUUM each table a pass purged rows from. For embedded PGlite, which runs no autovacuum:
+   * without it deleted rows' space is never reused and the files only grow. PostgreSQL and Neon
+   * leave it to autovacuum.
+   */
+  vacuumAfterPurge: boolean;
 }
 
 /** Webhook delivery (docs/design.md §10). */
@@ -89,5 +95,5 @@ export const DEFAULT_APP_CONFIG: AppConfig = {
     endpointConcurrency: 4,
     fanoutBatch: 500,
   },
-  retention: { windows: DEFAULT_RETENTION_WINDOWS, batchSize: 5000, maxBatchesPerPass: 20 },
+  retention: { windows: DEFAULT_RETENTION_WINDOWS, batchSize: 5000, maxBatchesPerPass: 20, vacuumAfterPurge: false },
 };

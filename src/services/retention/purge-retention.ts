@@ -9,6 +9,7 @@ import {
   purgeFinishedOperationsBatch,
   purgeTombstonesBatch,
   readFanoutPosition,
+  vacuumPurgedTables,
 } from "../../../db/queries/retention.ts";
 import { eventPurgeCeiling, retentionCutoffs } from "../../domain/retention.ts";
 import type { SystemContext } from "../context.ts";
@@ -46,5 +47,8 @@ export async function purgeRetention({ ctx }: { ctx: SystemContext }): Promise<R
   if (tombstones) report.tombstones = await drain(() => purgeTombstonesBatch(ctx.db, { cutoff: tombstones, limit: batchSize, now }));
   if (operations) report.operations = await drain(() => purgeFinishedOperationsBatch(ctx.db, { cutoff: operations, limit: batchSize }));
   report.idempotencyKeys = await drain(() => purgeExpiredIdempotencyBatch(ctx.db, { now, limit: batchSize }));
+  if (ctx.config.retention.vacuumAfterPurge) {
+    await vacuumPurgedTables(ctx.db, (Object.keys(report) as Array<keyof RetentionReport>).filter((table) => report[table] > 0));
+  }
   return report;
 }
