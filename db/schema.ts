@@ -217,6 +217,8 @@ export const operations = pgTable(
     uniqueIndex("operations_active_key")
       .on(t.deploymentId, t.kind, t.role, sql`coalesce(${t.replica}, -1)`)
       .where(sql`phase in ('Pending', 'Running')`),
+    // Retention purges finished operations by age (db/queries/retention.ts).
+    index("operations_finished_idx").on(t.finishedAt).where(sql`finished_at is not null`),
   ],
 );
 
@@ -286,6 +288,10 @@ export const events = pgTable(
     uniqueIndex("events_id_key").on(t.id),
     index("events_project_seq_idx").on(t.projectId, t.seq),
     index("events_deployment_seq_idx").on(t.deploymentId, t.seq),
+    // Each cluster's newest connection event is its announced state; retention keeps it (db/queries/retention.ts).
+    index("events_cluster_connection_idx")
+      .on(sql`(data->>'clusterId')`, t.seq)
+      .where(sql`type in ('cluster.connected', 'cluster.disconnected')`),
   ],
 );
 
@@ -354,6 +360,8 @@ export const webhookDeliveries = pgTable(
     uniqueIndex("webhook_deliveries_endpoint_event_key").on(t.endpointId, t.eventId),
     index("webhook_deliveries_endpoint_created_idx").on(t.endpointId, t.createdAt, t.id),
     index("webhook_deliveries_due_idx").on(t.endpointId, t.nextAttemptAt).where(sql`status = 'pending'`),
+    // Retention purges finished deliveries by age (db/queries/retention.ts).
+    index("webhook_deliveries_finished_idx").on(t.updatedAt).where(sql`status <> 'pending'`),
   ],
 );
 
@@ -396,4 +404,16 @@ export const rateLimitBuckets = pgTable("rate_limit_buckets", {
   updatedAtMs: bigint("updated_at_ms", { mode: "number" }).notNull(),
   /** Whether the latest take found a token (returned by the same statement). */
   allowed: boolean("allowed").notNull(),
+});
+
+/**
+ * How far retention has purged each stream (docs/design.md §14.5): every row of `stream` at or
+ * below `purged_through` (events: seq; deployment_tombstones: resourceVersion) may be gone, so
+ * a cursor below it is answered 410. Kept as a row, not computed from MIN(), because a purge
+ * that empties a table must still know what it removed.
+ */
+export const retentionHorizons = pgTable("retention_horizons", {
+  stream: text("stream").primaryKey(),
+  purgedThrough: bigint("purged_through", { mode: "number" }).notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull(),
 });

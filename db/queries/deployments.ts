@@ -201,13 +201,25 @@ export async function snapshotDeployments(
         filter.clusterId ? eq(deployments.clusterId, filter.clusterId) : undefined,
       );
       const rows = await tx.select().from(deployments).where(where).orderBy(asc(deployments.resourceVersion)).limit(filter.limit);
-      const [latest] = await tx
-        .select({ rv: sql<string | null>`greatest((select max(resource_version) from deployments), (select max(resource_version) from deployment_tombstones))` })
-        .from(sql`(select 1) as one`);
-      return { rows, resourceVersion: Number(latest?.rv ?? 0) };
+      return { rows, resourceVersion: await latestChangeVersion(tx) };
     },
     { isolationLevel: "repeatable read", accessMode: "read only" },
   );
+}
+
+/**
+ * The newest resourceVersion of any deployment or tombstone, never below the tombstones' purge
+ * horizon: once retention has purged every tombstone, the version a reader resumes from must
+ * still be past what was purged (docs/design.md §14.5).
+ */
+export async function latestChangeVersion(db: Db): Promise<number> {
+  const [latest] = await db
+    .select({
+      rv: sql<string | null>`greatest((select max(resource_version) from deployments), (select max(resource_version) from deployment_tombstones),
+                                      (select purged_through from retention_horizons where stream = 'deployment_tombstones'))`,
+    })
+    .from(sql`(select 1) as one`);
+  return Number(latest?.rv ?? 0);
 }
 
 /**

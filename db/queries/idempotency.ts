@@ -81,6 +81,4 @@ export async function releaseIdempotencyKey(db: Db, principal: string, key: stri
     );
 }
 
-export async function purgeExpiredIdempotencyKeys(db: Db, now: Date): Promise<void> {
-  await db.delete(idempotencyKeys).where(lt(idempotencyKeys.expiresAt, now));
-}
+// Expired keys are purged in batches with the rest of retention (db/queries/retention.ts).

@@ -40,14 +40,15 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
       summary: "The cluster's deployments changed after `since` (long-poll)",
       description:
         "since=0 returns every deployment of the cluster. Otherwise answers as soon as a deployment of the cluster " +
-        "changes or is removed after `since`, or empty after waitSeconds. Pass the answer's resourceVersion next time.",
+        "changes or is removed after `since`, or empty after waitSeconds. Pass the answer's resourceVersion next time. " +
+        "A `since` older than what retention keeps of deletions is answered 410: ask again with since=0.",
       request: {
         query: z.object({
           since: z.coerce.number().int().min(0).default(0),
           waitSeconds: z.coerce.number().int().min(0).max(60).default(30),
         }),
       },
-      responses: { 200: jsonContent(DesiredState, "Desired state"), ...problems(...AUTH_PROBLEMS) },
+      responses: { 200: jsonContent(DesiredState, "Desired state"), ...problems(...AUTH_PROBLEMS, 410) },
     }),
     async (c) => {
       const { since, waitSeconds } = c.req.valid("query");

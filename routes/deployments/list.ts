@@ -5,7 +5,14 @@ import { AUTH_PROBLEMS, bearerSecurity, problems } from "../../src/api/route-kit
 import { Deployment } from "../../src/domain/deployment.ts";
 import { ListQuery, listOf } from "../../src/domain/resources.ts";
 import { listDeployments } from "../../src/services/deployments/list-deployments.ts";
-import { pollDeploymentChanges, snapshotForWatch, WATCH_CHANNEL } from "../../src/services/deployments/watch-deployments.ts";
+import {
+  assertWatchCursorKept,
+  pollDeploymentChanges,
+  snapshotPage,
+  startWatchSnapshot,
+  WATCH_CHANNEL,
+  type SnapshotPosition,
+} from "../../src/services/deployments/watch-deployments.ts";
 import { resumePoint, streamPolled, type StreamItem } from "../../src/api/sse.ts";
 import type { Context } from "hono";
 
@@ -36,7 +43,10 @@ const route = createRoute({
         .int()
         .min(0)
         .optional()
-        .describe("With watch: only changes after this version (else every current deployment first, as ADDED)"),
+        .describe(
+          "With watch: only changes after this version (else every current deployment first, as ADDED); " +
+            "one older than what retention keeps of deletions is answered 410",
+        ),
     }),
   },
   responses: {
@@ -47,7 +57,7 @@ const route = createRoute({
         "text/event-stream": { schema: z.string() },
       },
     },
-    ...problems(...AUTH_PROBLEMS),
+    ...problems(...AUTH_PROBLEMS, 410),
   },
 });
 
@@ -63,29 +73,31 @@ export function registerListDeployments(app: OpenAPIHono<AppEnv>) {
 
 const WATCH_BATCH = 100;
 
-/** Watch: a snapshot (unless resuming), then every change in resourceVersion order. */
+/** Watch: a snapshot in pages (unless resuming), then every change in resourceVersion order. */
 async function watch(c: Context<AppEnv>, projectId: string | undefined, resourceVersion: number | undefined) {
   const ctx = serviceContext(c);
   const resumeAt = c.req.header("Last-Event-ID") !== undefined ? resumePoint(c, undefined) : resourceVersion;
-  let pending: StreamItem[] = [];
-  let after = resumeAt ?? 0;
-  if (resumeAt === undefined) {
-    const snapshot = await snapshotForWatch({ ctx, input: { projectId } });
-    pending = snapshot.notices.map((notice) => ({ id: snapshot.resourceVersion, event: notice.type, data: notice }));
-    after = snapshot.resourceVersion;
-  }
+  // Before the stream starts, so a stale resume point is a 410, not a stream that stops.
+  if (resumeAt !== undefined) await assertWatchCursorKept({ ctx, resourceVersion: resumeAt });
+  let snapshot: SnapshotPosition | undefined = resumeAt === undefined ? await startWatchSnapshot({ ctx }) : undefined;
+  const after = resumeAt ?? snapshot!.resourceVersion;
+  const changes = async (since: number): Promise<StreamItem[]> =>
+    (await pollDeploymentChanges({ ctx, input: { after: since, limit: WATCH_BATCH, projectId } })).map((notice) => ({
+      id: notice.resourceVersion,
+      event: notice.type,
+      data: notice,
+    }));
   return streamPolled(c, {
     after,
     batchSize: WATCH_BATCH,
     channel: WATCH_CHANNEL,
     poll: async (since) => {
-      if (pending.length > 0) {
-        const first = pending;
-        pending = [];
-        return first;
-      }
-      const notices = await pollDeploymentChanges({ ctx, input: { after: since, limit: WATCH_BATCH, projectId } });
-      return notices.map((notice) => ({ id: notice.resourceVersion, event: notice.type, data: notice }));
+      if (!snapshot) return changes(since);
+      // Each snapshot notice's id is the snapshot's version: resuming with it follows the changes after it.
+      const page = await snapshotPage({ ctx, input: { position: snapshot, limit: WATCH_BATCH, projectId } });
+      snapshot = page.next;
+      if (page.notices.length === 0) return changes(since);
+      return page.notices.map((notice) => ({ id: notice.resourceVersion, event: notice.type, data: notice }));
     },
   });
 }

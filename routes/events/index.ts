@@ -5,7 +5,7 @@ import { serviceContext, type AppEnv } from "../../src/api/env.ts";
 import { AUTH_PROBLEMS, bearerSecurity, jsonContent, problems } from "../../src/api/route-kit.ts";
 import { EVENT_TYPES, Event } from "../../src/domain/events.ts";
 import { listOf } from "../../src/domain/resources.ts";
-import { listEvents } from "../../src/services/events/list-events.ts";
+import { assertEventCursorKept, listEvents } from "../../src/services/events/list-events.ts";
 import { resumePoint, streamPolled } from "../../src/api/sse.ts";
 import { EVENTS_CHANNEL } from "../../src/services/events/list-events.ts";
 
@@ -31,10 +31,11 @@ export function registerEventRoutes(app: OpenAPIHono<AppEnv>) {
       summary: "Read the event log after a sequence number",
       description:
         "Oldest first. An event appears only once every transaction that began before it has ended, " +
-        "so reading after the last seq you saw never skips one. nextCursor is the last seq when the page is full.",
+        "so reading after the last seq you saw never skips one. nextCursor is the last seq when the page is full. " +
+        "An `after` older than what retention keeps is answered 410 with `purgedThrough`: read again without it.",
       security: bearerSecurity,
       request: { query: EventsQuery },
-      responses: { 200: jsonContent(listOf(Event, "EventList"), "A page of events"), ...problems(...AUTH_PROBLEMS) },
+      responses: { 200: jsonContent(listOf(Event, "EventList"), "A page of events"), ...problems(...AUTH_PROBLEMS, 410) },
     }),
     async (c) => {
       const query = c.req.valid("query");
@@ -53,20 +54,24 @@ export function registerEventRoutes(app: OpenAPIHono<AppEnv>) {
       summary: "Follow the event log as server-sent events",
       description:
         "Each event is an SSE message whose `id` is its seq, `event` its type and `data` the Event. " +
-        "Reconnect with `Last-Event-ID` (or `?after=`) to resume with no gap. A comment line is sent when idle.",
+        "Reconnect with `Last-Event-ID` (or `?after=`) to resume with no gap. A comment line is sent when idle. " +
+        "A resume point older than what retention keeps is answered 410 with `purgedThrough`: reconnect without it.",
       security: bearerSecurity,
       request: { query: EventsQuery.omit({ limit: true }) },
       responses: {
         200: { description: "An endless text/event-stream", content: { "text/event-stream": { schema: z.string() } } },
-        ...problems(...AUTH_PROBLEMS),
+        ...problems(...AUTH_PROBLEMS, 410),
       },
     }),
-    (c) => {
+    async (c) => {
       const query = c.req.valid("query");
       const types = query.type === undefined ? undefined : Array.isArray(query.type) ? query.type : [query.type];
       const ctx = serviceContext(c);
+      const after = resumePoint(c, query.after);
+      // Before the stream starts, so a stale resume point is a 410, not a stream that stops.
+      await assertEventCursorKept(ctx, after);
       return streamPolled(c, {
-        after: resumePoint(c, query.after),
+        after,
         batchSize: STREAM_BATCH,
         channel: EVENTS_CHANNEL,
         poll: async (after) =>

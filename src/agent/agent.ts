@@ -437,12 +437,25 @@ export function createAgent({
   async function pollDesired(): Promise<void> {
     let since = 0;
     let first = true;
+    /** Set by a 410: the next answer is the full list, and what it lacks is no longer desired. */
+    let relisting = false;
     while (!stopped) {
       try {
         // Only the first call answers at once; every later one long-polls, at resourceVersion 0 too
         // (an empty database), so an idle agent sends one request per waitSeconds.
         const state = await api.desired(since, first ? 0 : config.waitSeconds, abort.signal);
         first = false;
+        if (relisting) {
+          relisting = false;
+          // Deletions after our `since` were purged (docs/design.md §14.5): the full list is the
+          // API's answer, so anything known and missing from it was deleted meanwhile.
+          const listed = new Set(state.items.map((item) => item.deployment.id));
+          for (const [key, known] of desired) {
+            if (listed.has(key) || known.deleting) continue;
+            desired.set(key, { ...known, deleting: true });
+            enqueue(key);
+          }
+        }
         for (const item of state.items) {
           const known = desired.get(item.deployment.id);
           if (known && known.deployment.resourceVersion > item.deployment.resourceVersion) continue;
@@ -460,6 +473,13 @@ export function createAgent({
         since = state.resourceVersion;
       } catch (error) {
         if (stopped) return;
+        if (error instanceof ApiError && error.status === 410) {
+          logger.warn("desired state: resume point purged; listing every deployment again", { since });
+          since = 0;
+          first = true;
+          relisting = true;
+          continue;
+        }
         logger.warn("desired state unavailable; keeping workloads as they are", { error: (error as Error).message });
         await sleep(config.backoffBaseMs * 4);
       }

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { parseCidrList } from "../domain/client-address.ts";
 import { decodeSecretKey } from "../domain/secret-envelope.ts";
+import { DEFAULT_RETENTION_WINDOWS, MAX_RETENTION_HOURS } from "../domain/retention.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from "../domain/webhook-retry.ts";
 import { DEFAULT_RATE_LIMITS } from "../services/rate-limits/config.ts";
 
@@ -22,6 +23,13 @@ const secretKeyText = (text: string, ctx: z.RefinementCtx) => {
     return z.NEVER;
   }
 };
+/** A retention window: whole hours (1 to ten years), or "never" to keep rows forever (null). */
+const retentionHours = z
+  .string()
+  .regex(/^(never|\d{1,6})$/, `hours (1–${MAX_RETENTION_HOURS}) or "never"`)
+  .transform((text) => (text === "never" ? null : Number(text)))
+  .refine((hours) => hours === null || (hours >= 1 && hours <= MAX_RETENTION_HOURS), `hours (1–${MAX_RETENTION_HOURS}) or "never"`)
+  .optional();
 
 export const Config = z
   .object({
@@ -98,6 +106,10 @@ export const Config = z
           return z.NEVER;
         }
       }),
+    BERTH_RETENTION_EVENTS_HOURS: retentionHours,
+    BERTH_RETENTION_TOMBSTONES_HOURS: retentionHours,
+    BERTH_RETENTION_DELIVERIES_HOURS: retentionHours,
+    BERTH_RETENTION_OPERATIONS_HOURS: retentionHours,
   })
   .transform((env) => ({
     port: env.PORT,
@@ -133,7 +145,18 @@ export const Config = z
     },
     secretKey: env.BERTH_SECRET_KEY,
     previousSecretKeys: env.BERTH_SECRET_KEYS_PREVIOUS ?? [],
+    retentionWindows: {
+      eventsHours: pick(env.BERTH_RETENTION_EVENTS_HOURS, DEFAULT_RETENTION_WINDOWS.eventsHours),
+      tombstonesHours: pick(env.BERTH_RETENTION_TOMBSTONES_HOURS, DEFAULT_RETENTION_WINDOWS.tombstonesHours),
+      deliveriesHours: pick(env.BERTH_RETENTION_DELIVERIES_HOURS, DEFAULT_RETENTION_WINDOWS.deliveriesHours),
+      operationsHours: pick(env.BERTH_RETENTION_OPERATIONS_HOURS, DEFAULT_RETENTION_WINDOWS.operationsHours),
+    },
   }));
+
+/** An unset window takes its default; "never" (null) is a choice, not an absence. */
+function pick(value: number | null | undefined, fallback: number | null): number | null {
+  return value === undefined ? fallback : value;
+}
 
 export type Config = z.output<typeof Config>;
 

@@ -17,6 +17,7 @@ const STATUS_BY_KIND: Record<string, { status: number; title: string }> = {
   conflict: { status: 409, title: "Conflict" },
   "idempotency-key-in-flight": { status: 409, title: "A request with this Idempotency-Key is still running" },
   "limit-reached": { status: 409, title: "A configured limit on how many may exist is reached" },
+  gone: { status: 410, title: "The cursor is older than what is kept" },
   "precondition-failed": { status: 412, title: "The resource changed (If-Match does not match)" },
   "payload-too-large": { status: 413, title: "The request body is too large" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },

@@ -10,6 +10,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   403: "The key may not do this, or the project's GPU quota would be exceeded",
   404: "Not found, or not visible to this key",
   409: "Conflicts with the current state",
+  410: "The resume point is older than what retention keeps: start again without it",
   412: "If-Match does not match the current ETag",
   413: "Body larger than 1 MiB",
   415: "Content type not accepted",

@@ -136,6 +136,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
       leaseSeconds: config.webhookLeaseSeconds,
     },
     rateLimits: config.rateLimits,
+    retention: { ...DEFAULT_APP_CONFIG.retention, windows: config.retentionWindows, vacuumAfterPurge: database.driver === "pglite" },
   };
   const ctx = { db: database.db, clock: systemClock, config: appConfig, webhookTransport: runtime.webhookTransport };
   // Clear text from before secrets were sealed, and values under an older key: sealed now, before serving.

@@ -129,3 +129,15 @@ export class LimitReached extends DomainError {
     super(message, { count, limit });
   }
 }
+
+/**
+ * A cursor older than what retention keeps (docs/design.md §14.5): rows after it may have been
+ * purged. `purgedThrough` is the horizon; every row after it is still there, so
+ * `oldestAvailable` (purgedThrough + 1) is the oldest sequence or version a reader can rely on.
+ */
+export class Gone extends DomainError {
+  readonly kind = "gone";
+  constructor(message: string, readonly purgedThrough: number) {
+    super(message, { purgedThrough, oldestAvailable: purgedThrough + 1 });
+  }
+}

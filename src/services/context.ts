@@ -4,6 +4,7 @@ import type { Db } from "../../db/client.ts";
 import type { Clock } from "../domain/clock.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { SecretKeyring } from "../domain/secret-envelope.ts";
+import { DEFAULT_RETENTION_WINDOWS, type RetentionWindows } from "../domain/retention.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../domain/webhook-retry.ts";
 import type { PrincipalCache } from "./auth/principal-cache.ts";
 import { DEFAULT_RATE_LIMITS, type RateLimitConfig } from "./rate-limits/config.ts";
@@ -55,6 +56,23 @@ export interface AppConfig {
    * stores nothing (the OpenAPI generator) goes without, and then sealing or opening throws.
    */
   secretKeys?: SecretKeyring;
+  retention: RetentionConfig;
+}
+
+/** Retention (docs/design.md §14.5). */
+export interface RetentionConfig {
+  /** BERTH_RETENTION_*_HOURS: how long each table keeps rows (null: forever). */
+  windows: RetentionWindows;
+  /** Rows one purge statement deletes at most. */
+  batchSize: number;
+  /** Batches per table one maintenance pass runs at most; the rest waits for the next pass. */
+  maxBatchesPerPass: number;
+  /**
+   * VACUUM each table a pass purged rows from. For embedded PGlite, which runs no autovacuum:
+   * without it deleted rows' space is never reused and the files only grow. PostgreSQL and Neon
+   * leave it to autovacuum.
+   */
+  vacuumAfterPurge: boolean;
 }
 
 /** Webhook delivery (docs/design.md §10). */
@@ -102,4 +120,5 @@ export const DEFAULT_APP_CONFIG: AppConfig = {
     fanoutBatch: 500,
   },
   rateLimits: DEFAULT_RATE_LIMITS,
+  retention: { windows: DEFAULT_RETENTION_WINDOWS, batchSize: 5000, maxBatchesPerPass: 20, vacuumAfterPurge: false },
 };

@@ -1,6 +1,7 @@
 // A cluster that falls silent: the API's sweep turns its deployments' Ready condition Unknown
 // (ClusterDisconnected); once the agent is heard again it re-sends what it observes, even
-// though nothing changed on its side. The API runs in-process on a test clock (so 31 s of
+// though nothing changed on its side. And an agent away for longer than the tombstones are
+// kept: its resume point is answered 410, it lists everything again and removes what is gone. The API runs in-process on a test clock (so 31 s of
 // silence is a clock step), the agent against the simulated cluster with process-less pods.
 import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,8 +13,10 @@ import { ApiError } from "../../src/agent/api-client.ts";
 import { createKube } from "../../src/agent/kube.ts";
 import { systemClock } from "../../src/domain/clock.ts";
 import type { Deployment } from "../../src/domain/deployment.ts";
+import { deleteDeployment } from "../../db/queries/deployments.ts";
 import { sweepClusters } from "../../src/services/agent/sweep-clusters.ts";
 import { DEFAULT_APP_CONFIG } from "../../src/services/context.ts";
+import { purgeRetention } from "../../src/services/retention/purge-retention.ts";
 import { createTestApi, type TestApi } from "../support/api-harness.ts";
 import { quiet } from "./e2e-support.ts";
 
@@ -66,6 +69,10 @@ describe("an agent heard again after its cluster was marked disconnected", () =>
   let api: TestApi;
   let cluster: SimCluster;
   let agent: Agent;
+  let kube: ReturnType<typeof createKube>;
+  /** While true the agent's desired-state calls fail, as if the API were unreachable. */
+  let desiredUnreachable = false;
+  let refusedDesiredCalls = 0;
 
   beforeAll(async () => {
     [api, cluster] = await Promise.all([
@@ -79,9 +86,18 @@ describe("an agent heard again after its cluster was marked disconnected", () =>
     const kc = new k8s.KubeConfig();
     kc.loadFromOptions(cluster.kubeConfigOptions);
     const { token } = await api.createAgent("edge");
+    kube = createKube(kc);
+    const agentApi = inProcessAgentApi(api, token);
     agent = createAgent({
-      kube: createKube(kc),
-      api: inProcessAgentApi(api, token),
+      kube,
+      api: {
+        ...agentApi,
+        desired: async (since, waitSeconds, signal) => {
+          if (!desiredUnreachable) return agentApi.desired(since, waitSeconds, signal);
+          refusedDesiredCalls++;
+          throw new Error("connect ECONNREFUSED");
+        },
+      },
       clock: systemClock,
       config: { settleMs: 200, waitSeconds: 1, heartbeatMs: 60_000, resyncMs: 500, backoffBaseMs: 100, backoffCapMs: 1_000 },
       logger: quiet,
@@ -125,5 +141,40 @@ describe("an agent heard again after its cluster was marked disconnected", () =>
     const res = await api.call("GET", `/v1/deployments/${id}`);
     expect(res.body.status.message).toBeUndefined();
     expect(res.body.status.phase).toBe("Ready");
+  }, 90_000);
+
+  it("re-lists on a 410 for its resume point and removes a deployment whose deletion it missed", async () => {
+    const create = async (name: string) => {
+      const res = await api.call("POST", "/v1/deployments", {
+        body: {
+          name,
+          projectId: api.defaultProjectId,
+          spec: { model: { name: "Qwen/Qwen3-8B" }, engine: { name: "vllm", image: IMAGE }, roles: [{ name: "main", resources: { gpus: 1 } }] },
+        },
+      });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    const pods = async (id: string) =>
+      (await kube.core.listNamespacedPod({ namespace: "berth-default", labelSelector: `berth.dev/deployment-id=${id}` })).items;
+    const keep = await create("keep");
+    const drop = await create("drop");
+    await eventually("both running", async () => (await pods(keep)).length > 0 && (await pods(drop)).length > 0);
+
+    // The API becomes unreachable for the agent; meanwhile the deletion of "drop" completes
+    // without it (as when another replica confirmed it), and a week later its tombstone is purged.
+    desiredUnreachable = true;
+    const refusedBefore = refusedDesiredCalls;
+    await eventually("the agent to miss the API", async () => refusedDesiredCalls > refusedBefore);
+    await api.database.db.transaction((tx) => deleteDeployment(tx, drop, api.clock.now()));
+    api.clock.advance(8 * 24 * 60 * 60 * 1000);
+    expect((await purgeRetention({ ctx: { db: api.database.db, clock: api.clock, config: DEFAULT_APP_CONFIG } })).tombstones).toBe(1);
+    // Losing contact alone never removes anything (docs/design.md §1.3).
+    expect((await pods(drop)).length).toBeGreaterThan(0);
+
+    desiredUnreachable = false;
+    await eventually("drop's pods removed", async () => (await pods(drop)).length === 0);
+    expect((await pods(keep)).length).toBeGreaterThan(0);
+    expect((await api.call("GET", `/v1/deployments/${keep}`)).status).toBe(200);
   }, 90_000);
 });

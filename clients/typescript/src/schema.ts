@@ -402,7 +402,7 @@ export interface paths {
         };
         /**
          * The cluster's deployments changed after `since` (long-poll)
-         * @description since=0 returns every deployment of the cluster. Otherwise answers as soon as a deployment of the cluster changes or is removed after `since`, or empty after waitSeconds. Pass the answer's resourceVersion next time.
+         * @description since=0 returns every deployment of the cluster. Otherwise answers as soon as a deployment of the cluster changes or is removed after `since`, or empty after waitSeconds. Pass the answer's resourceVersion next time. A `since` older than what retention keeps of deletions is answered 410: ask again with since=0.
          */
         get: operations["agentDesiredState"];
         put?: never;
@@ -537,7 +537,7 @@ export interface paths {
         };
         /**
          * Read the event log after a sequence number
-         * @description Oldest first. An event appears only once every transaction that began before it has ended, so reading after the last seq you saw never skips one. nextCursor is the last seq when the page is full.
+         * @description Oldest first. An event appears only once every transaction that began before it has ended, so reading after the last seq you saw never skips one. nextCursor is the last seq when the page is full. An `after` older than what retention keeps is answered 410 with `purgedThrough`: read again without it.
          */
         get: operations["listEvents"];
         put?: never;
@@ -557,7 +557,7 @@ export interface paths {
         };
         /**
          * Follow the event log as server-sent events
-         * @description Each event is an SSE message whose `id` is its seq, `event` its type and `data` the Event. Reconnect with `Last-Event-ID` (or `?after=`) to resume with no gap. A comment line is sent when idle.
+         * @description Each event is an SSE message whose `id` is its seq, `event` its type and `data` the Event. Reconnect with `Last-Event-ID` (or `?after=`) to resume with no gap. A comment line is sent when idle. A resume point older than what retention keeps is answered 410 with `purgedThrough`: reconnect without it.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -4203,7 +4203,7 @@ export interface operations {
                 projectId?: string;
                 /** @description true: answer with a text/event-stream of ADDED/MODIFIED/DELETED notices instead of a page */
                 watch?: "true" | "false";
-                /** @description With watch: only changes after this version (else every current deployment first, as ADDED) */
+                /** @description With watch: only changes after this version (else every current deployment first, as ADDED); one older than what retention keeps of deletions is answered 410 */
                 resourceVersion?: number | null;
             };
             header?: never;
@@ -4242,6 +4242,15 @@ export interface operations {
             };
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resume point is older than what retention keeps: start again without it */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5895,6 +5904,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The resume point is older than what retention keeps: start again without it */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     agentConfirmDeletion: {
@@ -6517,6 +6535,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The resume point is older than what retention keeps: start again without it */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     streamEvents: {
@@ -6564,6 +6591,15 @@ export interface operations {
             };
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resume point is older than what retention keeps: start again without it */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };

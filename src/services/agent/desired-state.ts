@@ -7,6 +7,9 @@
 // item is the latest state, never a diff. On a database that never held a deployment the
 // snapshot's resourceVersion is 0, so since=0 long-polls too (changes after 0 are the
 // whole snapshot); otherwise an agent there could only ask again at once, in a busy loop.
+// A `since` older than the tombstones retention keeps is answered 410 (docs/design.md §14.5):
+// deletions after it may be gone, so the agent asks again with since=0 and removes what is
+// not in that full list.
 import type { Db } from "../../../db/client.ts";
 import { CHANGES_CHANNEL } from "../../../db/queries/change-log.ts";
 import { listDeploymentChanges, snapshotDeployments } from "../../../db/queries/deployments.ts";
@@ -15,6 +18,7 @@ import type { DesiredState } from "../../domain/cluster.ts";
 import { requireAgent } from "../../domain/principal.ts";
 import type { ServiceContext } from "../context.ts";
 import { toDeployment } from "../deployments/deployment-view.ts";
+import { assertCursorKept } from "../retention/kept-cursor.ts";
 
 const POLL_MS = 250;
 const BATCH = 500;
@@ -51,6 +55,15 @@ export async function getDesiredState({
       clusterId: agent.clusterId,
       includeDeletions: true,
     });
+    // After the read: a purge that raced it has raised the horizon by now.
+    await assertCursorKept(
+      ctx.db,
+      "deployment_tombstones",
+      input.since,
+      (purgedThrough) =>
+        `Deletions after resourceVersion ${input.since} are no longer all kept: retention purged deleted deployments through ` +
+        `resourceVersion ${purgedThrough}. Ask again with since=0 for the full desired state and remove what is not in it.`,
+    );
     if (changes.length > 0 || Date.now() >= deadline || input.signal?.aborted) {
       const state: DesiredState = { resourceVersion: input.since, items: [], deleted: [] };
       const names = await projectNames(
