@@ -39,8 +39,8 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
         "changes or is removed after `since`, or empty after waitSeconds. Pass the answer's resourceVersion next time.",
       request: {
         query: z.object({
-          since: z.coerce.number().int().min(0).default(0),
-          waitSeconds: z.coerce.number().int().min(0).max(60).default(30),
+          since: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ format: "int64" }).default(0),
+          waitSeconds: z.coerce.number().int().min(0).max(60).meta({ format: "int32" }).default(30),
         }),
       },
       responses: { 200: jsonContent(DesiredState, "Desired state"), ...problems(...AUTH_PROBLEMS) },

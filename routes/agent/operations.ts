@@ -31,7 +31,7 @@ const create = createRoute({
   responses: {
     201: {
       description: "Recorded",
-      headers: { ...ETagHeader, Location: { description: "URL of the operation", schema: { type: "string" } } },
+      headers: { ...ETagHeader, Location: { description: "URL of the operation", schema: { type: "string", format: "uri-reference", maxLength: 2048 } } },
       content: { "application/json": { schema: Operation } },
     },
     ...problems(...BODY_PROBLEMS, 404, 409),

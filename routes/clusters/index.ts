@@ -10,6 +10,7 @@ import { registerAgent } from "../../src/services/clusters/register-agent.ts";
 import { listClusters } from "../../src/services/clusters/list-clusters.ts";
 import { Cluster } from "../../src/domain/cluster.ts";
 import { ListQuery, listOf } from "../../src/domain/resources.ts";
+import { LIMITS } from "../../src/domain/limits.ts";
 
 const ClusterName = z
   .string()
@@ -28,7 +29,7 @@ export function registerClusterRoutes(app: OpenAPIHono<AppEnv>) {
       security: bearerSecurity,
       request: { body: jsonBody(z.strictObject({ name: ClusterName }).meta({ id: "ClusterCreate" }), "The cluster") },
       responses: {
-        201: jsonContent(z.object({ cluster: Cluster, joinToken: z.string() }).meta({ id: "ClusterCreated" }), "Created"),
+        201: jsonContent(z.object({ cluster: Cluster, joinToken: z.string().max(LIMITS.token) }).meta({ id: "ClusterCreated" }), "Created"),
         ...problems(...BODY_PROBLEMS, 409),
       },
     }),
@@ -73,8 +74,8 @@ export function registerClusterRoutes(app: OpenAPIHono<AppEnv>) {
       security: [],
       request: { body: jsonBody(z.strictObject({ joinToken: z.string().min(1).max(256) }).meta({ id: "AgentRegister" }), "The join token") },
       responses: {
-        201: jsonContent(z.object({ clusterId: z.string(), token: z.string() }).meta({ id: "AgentCredential" }), "The credential; shown once"),
-        ...problems(400, 401, 413, 415),
+        201: jsonContent(z.object({ clusterId: z.string().max(LIMITS.id), token: z.string().max(LIMITS.token) }).meta({ id: "AgentCredential" }), "The credential; shown once"),
+        ...problems(400, 401, 413, 415, 429, 500),
       },
     }),
     async (c) => c.json(await registerAgent({ ctx: systemContext(c), input: c.req.valid("json") }), 201),

@@ -20,6 +20,7 @@ import { zodIssuesToFieldErrors } from "../domain/deployment-spec.ts";
 import { InvalidRequest, NotFound } from "../domain/errors.ts";
 import { PrincipalCache } from "../services/auth/principal-cache.ts";
 import { requireBearer } from "./auth.ts";
+import { corsPolicy } from "./cors.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
 import { registerApiReference, type DocsAssets } from "./docs.ts";
 import type { AppDeps, AppEnv } from "./env.ts";
@@ -56,6 +57,9 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     }),
   );
   app.use("*", logRequests());
+  // Before auth and content-type checks: a browser's preflight carries neither.
+  const cors = corsPolicy(deps.config.corsOrigins);
+  if (cors) app.use("*", cors);
   if (metrics) {
     app.use("*", metrics.middleware);
     app.get("/metrics", metrics.handler);

@@ -1,6 +1,7 @@
 // Configuration is parsed once, at start, from the environment; a bad value stops
 // start-up with a message naming the variable. Nothing reads process.env later.
 import { z } from "zod";
+import { parseCorsOrigins } from "./cors.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from "../domain/webhook-retry.ts";
 
 const DRIVERS = ["pglite", "postgres", "neon"] as const;
@@ -38,6 +39,18 @@ export const Config = z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
       .default("true")
       .transform((value) => value === "true" || value === "1"),
+    // Exact origins a browser page may call the API from; unset = no CORS headers at all.
+    BERTH_CORS_ORIGINS: z
+      .string()
+      .transform((text, ctx) => {
+        try {
+          return parseCorsOrigins(text);
+        } catch (error) {
+          ctx.addIssue({ code: "custom", message: (error as Error).message });
+          return z.NEVER;
+        }
+      })
+      .optional(),
   })
   .transform((env) => ({
     port: env.PORT,
@@ -51,6 +64,7 @@ export const Config = z
     webhookRetrySchedule: env.BERTH_WEBHOOK_RETRY_SCHEDULE ?? [...DEFAULT_RETRY_SCHEDULE_SECONDS],
     webhookAllowPrivate: env.BERTH_WEBHOOK_ALLOW_PRIVATE,
     migrateOnStart: env.BERTH_MIGRATE,
+    corsOrigins: env.BERTH_CORS_ORIGINS ?? [],
   }));
 
 export type Config = z.output<typeof Config>;

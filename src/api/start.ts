@@ -59,6 +59,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     ...DEFAULT_APP_CONFIG,
     adminToken: config.adminToken,
     authCacheSeconds: config.authCacheSeconds,
+    corsOrigins: config.corsOrigins,
     webhooks: {
       ...DEFAULT_APP_CONFIG.webhooks,
       retryScheduleSeconds: config.webhookRetrySchedule,

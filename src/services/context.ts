@@ -35,6 +35,8 @@ export interface AppConfig {
   streamPollMs: number;
   /** After this long without an event, a stream sends a comment so proxies keep it open. */
   streamHeartbeatMs: number;
+  /** BERTH_CORS_ORIGINS: exact origins a browser page may call from; empty = no CORS. */
+  corsOrigins: readonly string[];
   webhooks: WebhookConfig;
 }
 
@@ -66,6 +68,7 @@ export const DEFAULT_APP_CONFIG: AppConfig = {
   authCacheSeconds: 5,
   streamPollMs: 500,
   streamHeartbeatMs: 15_000,
+  corsOrigins: [],
   webhooks: {
     retryScheduleSeconds: DEFAULT_RETRY_SCHEDULE_SECONDS,
     allowPrivateAddresses: false,
