@@ -14,6 +14,7 @@ export function registerHealthRoutes(app: OpenAPIHono<AppEnv>) {
       path: "/healthz",
       tags: ["Operations"],
       summary: "Liveness: 200 while the process serves",
+      description: "Answers 200 while the process can serve HTTP; it reads nothing, so a slow database does not fail it. Public, not rate limited.",
       responses: { 200: { description: "Alive", content: { "application/json": { schema: Health } } } },
     }),
     (c) => c.json({ status: "ok" as const }, 200),
@@ -25,6 +26,7 @@ export function registerHealthRoutes(app: OpenAPIHono<AppEnv>) {
       path: "/readyz",
       tags: ["Operations"],
       summary: "Readiness: 200 once the database answers",
+      description: "Answers 200 once a query to the database succeeds, 503 (problem+json, Retry-After) while it does not. Public, not rate limited.",
       responses: {
         200: { description: "Ready", content: { "application/json": { schema: Health } } },
         503: { description: "The database does not answer" },

@@ -11,7 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: 200 while the process serves */
+        /**
+         * Liveness: 200 while the process serves
+         * @description Answers 200 while the process can serve HTTP; it reads nothing, so a slow database does not fail it. Public, not rate limited.
+         */
         get: operations["healthz"];
         put?: never;
         post?: never;
@@ -28,7 +31,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: 200 once the database answers */
+        /**
+         * Readiness: 200 once the database answers
+         * @description Answers 200 once a query to the database succeeds, 503 (problem+json, Retry-After) while it does not. Public, not rate limited.
+         */
         get: operations["readyz"];
         put?: never;
         post?: never;
@@ -45,10 +51,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the projects this key can see */
+        /**
+         * List the projects this key can see
+         * @description Pages through the projects this key can see: all of them for an installation-wide key, its own for a project-bound one.
+         */
         get: operations["listProjects"];
         put?: never;
-        /** Create a project (installation admin) */
+        /**
+         * Create a project (installation admin)
+         * @description Creates a tenant; its namespace in every cluster is berth-<name>. Only an installation-wide admin key may create projects or set allowCustomCommands.
+         */
         post: operations["createProject"];
         delete?: never;
         options?: never;
@@ -63,15 +75,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a project */
+        /**
+         * Get a project
+         * @description Returns one project by id; a project the key cannot see answers 404, as a missing one does.
+         */
         get: operations["getProject"];
         put?: never;
         post?: never;
-        /** Delete a project with no deployments (installation admin) */
+        /**
+         * Delete a project with no deployments (installation admin)
+         * @description Deletes an empty project; one that still has deployments answers 409 naming how many.
+         */
         delete: operations["deleteProject"];
         options?: never;
         head?: never;
-        /** Change a project's GPU quota (installation admin) */
+        /**
+         * Change a project's GPU quota (installation admin)
+         * @description A JSON merge patch of maxGpus (null removes the quota) and allowCustomCommands. Only an installation-wide admin key may change a project.
+         */
         patch: operations["updateProject"];
         trace?: never;
     };
@@ -82,10 +103,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List API keys (admin; prefixes only) */
+        /**
+         * List API keys (admin; prefixes only)
+         * @description Pages through the API keys this admin may manage, with their prefixes; tokens are never shown again.
+         */
         get: operations["listApiKeys"];
         put?: never;
-        /** Create an API key (admin); the token is in this answer only */
+        /**
+         * Create an API key (admin); the token is in this answer only
+         * @description Creates a bearer key (bp_…) with a role, installation-wide or bound to one project. The token is shown in this answer only; only its hash is stored.
+         */
         post: operations["createApiKey"];
         delete?: never;
         options?: never;
@@ -103,7 +130,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key (admin) */
+        /**
+         * Revoke an API key (admin)
+         * @description Revokes a key: it never authenticates again (other API instances stop accepting it within BERTH_AUTH_CACHE_SECONDS). Revoked keys stay listed with revokedAt.
+         */
         delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
@@ -141,9 +171,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a deployment by id or name */
+        /**
+         * Get a deployment by id or name
+         * @description Returns the deployment's spec, labels and observed status, with its ETag for a later If-Match.
+         */
         get: operations["getDeployment"];
-        /** Replace a deployment's spec and labels */
+        /**
+         * Replace a deployment's spec and labels
+         * @description Replaces the whole spec and labels (admission, quota and the custom-command rule apply as on create); If-Match makes it conditional.
+         */
         put: operations["replaceDeployment"];
         post?: never;
         /**
@@ -287,10 +323,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List clusters with their connection state and inventory */
+        /**
+         * List clusters with their connection state and inventory
+         * @description Pages through the clusters with their last heartbeat, agent version and GPU inventory.
+         */
         get: operations["listClusters"];
         put?: never;
-        /** Register a cluster (installation admin); returns a one-time join token valid for 1 h */
+        /**
+         * Register a cluster (installation admin); returns a one-time join token valid for 1 h
+         * @description Registers a cluster and answers a join token, valid for one hour, that an agent exchanges for its credential at /v1/agent/register.
+         */
         post: operations["createCluster"];
         delete?: never;
         options?: never;
@@ -305,7 +347,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a cluster */
+        /**
+         * Get a cluster
+         * @description Returns one cluster with its connection state and GPU inventory.
+         */
         get: operations["getCluster"];
         put?: never;
         post?: never;
@@ -324,7 +369,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a join token for an agent credential (ba_…) */
+        /**
+         * Exchange a join token for an agent credential (ba_…)
+         * @description Authenticated by the one-time join token in the body (no bearer key): answers the cluster id and the agent credential (ba_…), shown once.
+         */
         post: operations["registerAgent"];
         delete?: never;
         options?: never;
@@ -341,7 +389,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Report that the agent is alive, with the cluster's inventory (every 10 s) */
+        /**
+         * Report that the agent is alive, with the cluster's inventory (every 10 s)
+         * @description The agent's liveness and its cluster's GPU inventory; a cluster without heartbeats is reported disconnected.
+         */
         post: operations["agentHeartbeat"];
         delete?: never;
         options?: never;
@@ -379,7 +430,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Confirm that every object of a deleted deployment is gone */
+        /**
+         * Confirm that every object of a deleted deployment is gone
+         * @description The agent says every object of a deployment being deleted is gone; the row is then removed and deployment.deleted is emitted.
+         */
         delete: operations["agentConfirmDeletion"];
         options?: never;
         head?: never;
@@ -413,7 +467,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The operations of the agent's cluster (phase=Pending&phase=Running: what to resume) */
+        /**
+         * The operations of the agent's cluster (phase=Pending&phase=Running: what to resume)
+         * @description Pages through the operations of the agent's cluster, filtered by phase, so a restarted agent resumes what was running.
+         */
         get: operations["agentListOperations"];
         put?: never;
         /**
@@ -455,7 +512,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Store a deployment's latest aggregated engine signals (replaces the previous ones) */
+        /**
+         * Store a deployment's latest aggregated engine signals (replaces the previous ones)
+         * @description Replaces the deployment's stored engine signals with the agent's latest aggregation; the metrics read answers these.
+         */
         put: operations["agentPutDeploymentMetrics"];
         post?: never;
         delete?: never;
@@ -535,15 +595,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a webhook endpoint */
+        /**
+         * Get a webhook endpoint
+         * @description Returns one endpoint with its event types and health; the signing secret is never shown again.
+         */
         get: operations["getWebhook"];
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint and its delivery log (admin) */
+        /**
+         * Delete a webhook endpoint and its delivery log (admin)
+         * @description Deletes the endpoint and its delivery log.
+         */
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        /** Change a webhook endpoint (admin): URL, event types, description, enabled */
+        /**
+         * Change a webhook endpoint (admin): URL, event types, description, enabled
+         * @description A JSON merge patch of the URL, event types, description and enabled flag; re-enabling an endpoint resumes its pending deliveries.
+         */
         patch: operations["updateWebhook"];
         trace?: never;
     };
@@ -658,11 +727,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a deployment request with its plan */
+        /**
+         * Get a deployment request with its plan
+         * @description Returns the request with its plan: the ranked candidates, the rejected shapes and, once applied, the deployment it created.
+         */
         get: operations["getDeploymentRequest"];
         put?: never;
         post?: never;
-        /** Delete a deployment request (its deployment stays) */
+        /**
+         * Delete a deployment request (its deployment stays)
+         * @description Deletes the request and its plan; a deployment applied from it stays.
+         */
         delete: operations["deleteDeploymentRequest"];
         options?: never;
         head?: never;
@@ -716,7 +791,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an operation (resize, retire, restart) with its phase, step and progress */
+        /**
+         * Get an operation (resize, retire, restart) with its phase, step and progress
+         * @description Returns one operation with its phase, its step history and its progress; poll it, or follow operation.* events.
+         */
         get: operations["getOperation"];
         put?: never;
         post?: never;
@@ -1169,7 +1247,9 @@ export interface components {
             id: string;
             name: string;
             projectId: string;
+            /** Format: int64 */
             generation: number;
+            /** Format: int64 */
             resourceVersion: number;
             phase: string;
         };
@@ -1270,9 +1350,15 @@ export interface components {
                 keyId?: string;
             };
             role: string;
-            /** @description Replicas before (shadow: the current replicas) */
+            /**
+             * Format: int64
+             * @description Replicas before (shadow: the current replicas)
+             */
             from: number;
-            /** @description Replicas after (shadow: the recommendation, not applied) */
+            /**
+             * Format: int64
+             * @description Replicas after (shadow: the recommendation, not applied)
+             */
             to: number;
             /**
              * @description active: the autoscaler changed the spec; shadow: it only recommended
@@ -1317,7 +1403,10 @@ export interface components {
         ReplicaRetirementData: {
             deployment: components["schemas"]["DeploymentSummary"];
             role: string;
-            /** @description The replica index */
+            /**
+             * Format: int64
+             * @description The replica index
+             */
             replica?: number;
             /** @description The retire operation (absent when an agent reported it without one) */
             operationId?: string;
@@ -1372,6 +1461,7 @@ export interface components {
             kind: "retire" | "resize" | "restart";
             deploymentId: string;
             role: string;
+            /** Format: int64 */
             replica?: number;
             phase: string;
             step: string;
@@ -1432,10 +1522,14 @@ export interface components {
         };
         RequestReadyData: {
             request: components["schemas"]["DeploymentRequestSummary"];
-            /** @description Feasible shapes found */
+            /**
+             * Format: int64
+             * @description Feasible shapes found
+             */
             candidates: number;
             /** @description The first candidate */
             best: {
+                /** Format: int64 */
                 gpus: number;
                 why: string;
             };
@@ -1447,6 +1541,7 @@ export interface components {
             name: string;
             projectId: string;
             phase: string;
+            /** Format: int64 */
             resourceVersion: number;
         };
         RequestDeployedWebhook: {
@@ -1462,7 +1557,10 @@ export interface components {
         RequestDeployedData: {
             request: components["schemas"]["DeploymentRequestSummary"];
             deploymentId: string;
-            /** @description Rank of the applied candidate */
+            /**
+             * Format: int64
+             * @description Rank of the applied candidate
+             */
             candidate: number;
             actor: components["schemas"]["Actor"];
         };
@@ -1506,6 +1604,7 @@ export interface components {
             failingSince?: string;
             /** @description The attempt that disabled it */
             lastAttempt: {
+                /** Format: int32 */
                 statusCode?: number;
                 error?: string;
             };
@@ -1538,12 +1637,18 @@ export interface components {
         Project: {
             /** @description prj_… */
             id: string;
+            /** @description DNS-1123 label of at most 57 characters; the project's namespace in a cluster is berth-<name>. */
             name: string;
+            /**
+             * Format: int32
+             * @description GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota.
+             */
             maxGpus?: number;
             /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
             allowCustomCommands: boolean;
             /** @description The Kubernetes namespace of this project in every cluster. */
             namespace: string;
+            /** Format: int64 */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -1552,9 +1657,13 @@ export interface components {
         };
         /** @description RFC 9457 problem details */
         Problem: {
-            /** @description A URI naming the kind of problem */
+            /**
+             * Format: uri-reference
+             * @description A URI naming the kind of problem
+             */
             type: string;
             title: string;
+            /** Format: int32 */
             status: number;
             detail: string;
             /** @description The request id (also in X-Request-Id) */
@@ -1575,7 +1684,10 @@ export interface components {
         ProjectCreate: {
             /** @description DNS-1123 label of at most 57 characters; the project's namespace in a cluster is berth-<name>. */
             name: string;
-            /** @description GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota. */
+            /**
+             * Format: int32
+             * @description GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota.
+             */
             maxGpus?: number;
             /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
             allowCustomCommands?: boolean;
@@ -1586,7 +1698,10 @@ export interface components {
             nextCursor: string | null;
         };
         ProjectPatch: {
-            /** @description A number sets the quota; null removes it. */
+            /**
+             * Format: int32
+             * @description A number sets the quota; null removes it.
+             */
             maxGpus?: number | null;
             /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
             allowCustomCommands?: boolean;
@@ -1651,9 +1766,15 @@ export interface components {
             labels: {
                 [key: string]: string;
             };
-            /** @description Increases on every spec change */
+            /**
+             * Format: int64
+             * @description Increases on every spec change
+             */
             generation: number;
-            /** @description Increases on every change, spec or status; the ETag */
+            /**
+             * Format: int64
+             * @description Increases on every change, spec or status; the ETag
+             */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -1701,7 +1822,10 @@ export interface components {
                  * @enum {string}
                  */
                 policy: "round_robin" | "least_load" | "cache_aware" | "session_affinity";
-                /** @description Router pods; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Router pods; defaults to 1.
+                 */
                 replicas: number;
             };
             /** @description KV-cache transfer between prefill and decode. */
@@ -1748,13 +1872,22 @@ export interface components {
              * @enum {string}
              */
             kind: "server" | "prefill" | "decode" | "encode";
-            /** @description Serving instances; defaults to 1. */
+            /**
+             * Format: int32
+             * @description Serving instances; defaults to 1.
+             */
             replicas: number;
-            /** @description Pods per instance (multi-host); defaults to 1. Above 1: leader m0 plus workers. */
+            /**
+             * Format: int32
+             * @description Pods per instance (multi-host); defaults to 1. Above 1: leader m0 plus workers.
+             */
             size: number;
             /** @description Per-pod resources. */
             resources: {
-                /** @description GPUs per pod; defaults to 1 (an elastic role: tensor × pipeline). */
+                /**
+                 * Format: int32
+                 * @description GPUs per pod; defaults to 1 (an elastic role: tensor × pipeline).
+                 */
                 gpus: number;
                 /**
                  * @description GPU type as `<vendor>-<model>-<memory>` in lower case; absent means any type.
@@ -1770,13 +1903,25 @@ export interface components {
             };
             /** @description Parallel degrees, rendered to the engine's flags. */
             parallelism: {
-                /** @description Tensor-parallel degree; defaults to gpus × size ÷ (pipeline × data). */
+                /**
+                 * Format: int32
+                 * @description Tensor-parallel degree; defaults to gpus × size ÷ (pipeline × data).
+                 */
                 tensor: number;
-                /** @description Pipeline-parallel degree; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Pipeline-parallel degree; defaults to 1.
+                 */
                 pipeline: number;
-                /** @description Data-parallel ranks per instance; defaults to 1. Ignored by an elastic role. */
+                /**
+                 * Format: int32
+                 * @description Data-parallel ranks per instance; defaults to 1. Ignored by an elastic role.
+                 */
                 data: number;
-                /** @description Data-parallel ranks per pod; defaults to data ÷ size (at least 1). */
+                /**
+                 * Format: int32
+                 * @description Data-parallel ranks per pod; defaults to data ÷ size (at least 1).
+                 */
                 dataLocal: number;
                 /** @description Expert parallelism for MoE layers; defaults to false. */
                 expert: boolean;
@@ -1785,9 +1930,15 @@ export interface components {
             };
             /** @description Elastic expert parallelism (vLLM only; the deployment's only role). */
             elastic?: {
-                /** @description Current data-parallel width (ranks, one pod each); 2..maxWidth. Changed by the resize verb. */
+                /**
+                 * Format: int32
+                 * @description Current data-parallel width (ranks, one pod each); 2..maxWidth. Changed by the resize verb.
+                 */
                 width: number;
-                /** @description Largest width a resize may reach. Immutable. */
+                /**
+                 * Format: int32
+                 * @description Largest width a resize may reach. Immutable.
+                 */
                 maxWidth: number;
             };
             /** @description Arguments appended to the engine command; flags berth owns are refused. */
@@ -1801,13 +1952,22 @@ export interface components {
             }[];
             /** @description Replaces the whole engine command: the role becomes unmanaged (no probes, no drain). */
             command: string[];
-            /** @description Pod termination grace period; defaults to 30. */
+            /**
+             * Format: int32
+             * @description Pod termination grace period; defaults to 30.
+             */
             terminationGracePeriodSeconds: number;
             /** @description How a spec change replaces instances (surge first, then retire the old ones); changing it alone rolls nothing. */
             rollout?: {
-                /** @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs. */
+                /**
+                 * Format: int32
+                 * @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs.
+                 */
                 maxSurge: number;
-                /** @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0. */
+                /**
+                 * Format: int32
+                 * @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0.
+                 */
                 maxUnavailable: number;
             };
         };
@@ -1817,15 +1977,24 @@ export interface components {
              * @enum {string}
              */
             mode: "off" | "shadow" | "active";
-            /** @description Seconds between evaluations; defaults to 15. */
+            /**
+             * Format: int32
+             * @description Seconds between evaluations; defaults to 15.
+             */
             intervalSeconds: number;
             /** @description Roles the autoscaler may resize, with their bounds. */
             roles: {
                 /** @description A role of this deployment. */
                 name: string;
-                /** @description Fewest replicas the autoscaler may set; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Fewest replicas the autoscaler may set; defaults to 1.
+                 */
                 minReplicas: number;
-                /** @description Most replicas the autoscaler may set. */
+                /**
+                 * Format: int32
+                 * @description Most replicas the autoscaler may set.
+                 */
                 maxReplicas: number;
             }[];
             /** @description How desired replicas are computed. */
@@ -1851,15 +2020,27 @@ export interface components {
                 /** @description Highest prefill:decode replica ratio. */
                 max: number;
             };
-            /** @description A lower recommendation must hold this long before it applies; defaults to 300. */
+            /**
+             * Format: int32
+             * @description A lower recommendation must hold this long before it applies; defaults to 300.
+             */
             scaleDownStabilizationSeconds: number;
             /** @description Per-step budgets of the retirement protocol. */
             retirement: {
-                /** @description Budget for every router to stop sending to the replica; defaults to 30. */
+                /**
+                 * Format: int32
+                 * @description Budget for every router to stop sending to the replica; defaults to 30.
+                 */
                 withdrawSeconds: number;
-                /** @description Budget for in-flight requests to finish; defaults to 240. */
+                /**
+                 * Format: int32
+                 * @description Budget for in-flight requests to finish; defaults to 240.
+                 */
                 drainSeconds: number;
-                /** @description Budget for the pods to go and their GPUs to show free; defaults to 30. */
+                /**
+                 * Format: int32
+                 * @description Budget for the pods to go and their GPUs to show free; defaults to 30.
+                 */
                 settleSeconds: number;
             };
         };
@@ -1870,7 +2051,10 @@ export interface components {
              * @enum {string}
              */
             phase: "Pending" | "Starting" | "Ready" | "Degraded" | "Deleting" | "Failed";
-            /** @description Spec generation the agent has acted on. */
+            /**
+             * Format: int64
+             * @description Spec generation the agent has acted on.
+             */
             observedGeneration?: number;
             /**
              * Format: uri
@@ -1897,23 +2081,44 @@ export interface components {
              * @enum {string}
              */
             kind: "server" | "prefill" | "decode" | "encode";
-            /** @description Instances the agent is converging on, in instances; absent when not observed. */
+            /**
+             * Format: int64
+             * @description Instances the agent is converging on, in instances; absent when not observed.
+             */
             desired?: number;
-            /** @description Instances ready to serve, in instances; absent when not observed. */
+            /**
+             * Format: int64
+             * @description Instances ready to serve, in instances; absent when not observed.
+             */
             ready?: number;
-            /** @description Instances running the current spec, in instances; absent when not observed. */
+            /**
+             * Format: int64
+             * @description Instances running the current spec, in instances; absent when not observed.
+             */
             updated?: number;
-            /** @description Instances being retired, in instances; absent when not observed. */
+            /**
+             * Format: int64
+             * @description Instances being retired, in instances; absent when not observed.
+             */
             draining?: number;
             ranks?: components["schemas"]["RankCoverage"];
         };
         /** @description External DP and elastic EP roles: how many data-parallel ranks are declared, eligible and serving; absent for other roles. */
         RankCoverage: {
-            /** @description Data-parallel ranks the spec declares: parallelism.data × replicas (elastic: elastic.width × replicas). */
+            /**
+             * Format: int64
+             * @description Data-parallel ranks the spec declares: parallelism.data × replicas (elastic: elastic.width × replicas).
+             */
             declared: number;
-            /** @description Ranks whose pods are Ready and that the agent lists as eligible to the router (elastic: Ready rank pods within the width each engine runs at). */
+            /**
+             * Format: int64
+             * @description Ranks whose pods are Ready and that the agent lists as eligible to the router (elastic: Ready rank pods within the width each engine runs at).
+             */
             eligible: number;
-            /** @description External DP: ranks every Ready router pod confirms (the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model); absent when the router could not be read. Elastic: the widths the engines run at, as started or as last proven after a resize, summed over instances with a Ready leader. */
+            /**
+             * Format: int64
+             * @description External DP: ranks every Ready router pod confirms (the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model); absent when the router could not be read. Elastic: the widths the engines run at, as started or as last proven after a resize, summed over instances with a Ready leader.
+             */
             serving?: number;
         };
         Condition: {
@@ -1931,7 +2136,10 @@ export interface components {
             reason: string;
             /** @description Human-readable detail: what is wrong and what is needed. */
             message: string;
-            /** @description Spec generation this condition was computed from. */
+            /**
+             * Format: int64
+             * @description Spec generation this condition was computed from.
+             */
             observedGeneration?: number;
             /**
              * Format: date-time
@@ -1957,11 +2165,20 @@ export interface components {
         ScalingRoleStatus: {
             /** @description Role name. */
             name: string;
-            /** @description Replicas in the spec now. */
+            /**
+             * Format: int64
+             * @description Replicas in the spec now.
+             */
             current: number;
-            /** @description Replicas the algorithm recommends; absent when it could not decide (e.g. metrics missing), never a made-up number. */
+            /**
+             * Format: int64
+             * @description Replicas the algorithm recommends; absent when it could not decide (e.g. metrics missing), never a made-up number.
+             */
             recommended?: number;
-            /** @description What the autoscaler sets (active) or would set (shadow) after bounds, stabilization, PD ratio and one retirement at a time. */
+            /**
+             * Format: int64
+             * @description What the autoscaler sets (active) or would set (shadow) after bounds, stabilization, PD ratio and one retirement at a time.
+             */
             desired?: number;
             /** @description Why, as a CamelCase word, e.g. `QueueDepth`, `WithinTolerance`, `MetricsMissing`. */
             reason: string;
@@ -2035,7 +2252,10 @@ export interface components {
                  * @enum {string}
                  */
                 policy?: "round_robin" | "least_load" | "cache_aware" | "session_affinity";
-                /** @description Router pods; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Router pods; defaults to 1.
+                 */
                 replicas?: number;
             };
             /** @description KV-cache transfer between prefill and decode (PD/EPD only). */
@@ -2082,13 +2302,22 @@ export interface components {
              * @enum {string}
              */
             kind?: "server" | "prefill" | "decode" | "encode";
-            /** @description Serving instances; defaults to 1. */
+            /**
+             * Format: int32
+             * @description Serving instances; defaults to 1.
+             */
             replicas?: number;
-            /** @description Pods per instance (multi-host); defaults to 1. Above 1: leader m0 plus workers. */
+            /**
+             * Format: int32
+             * @description Pods per instance (multi-host); defaults to 1. Above 1: leader m0 plus workers.
+             */
             size?: number;
             /** @description Per-pod resources. */
             resources?: {
-                /** @description GPUs per pod; defaults to 1 (an elastic role: tensor × pipeline). */
+                /**
+                 * Format: int32
+                 * @description GPUs per pod; defaults to 1 (an elastic role: tensor × pipeline).
+                 */
                 gpus?: number;
                 /**
                  * @description GPU type as `<vendor>-<model>-<memory>` in lower case; absent means any type.
@@ -2104,13 +2333,25 @@ export interface components {
             };
             /** @description Parallel degrees, rendered to the engine's flags. */
             parallelism?: {
-                /** @description Tensor-parallel degree; defaults to gpus × size ÷ (pipeline × data). */
+                /**
+                 * Format: int32
+                 * @description Tensor-parallel degree; defaults to gpus × size ÷ (pipeline × data).
+                 */
                 tensor?: number;
-                /** @description Pipeline-parallel degree; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Pipeline-parallel degree; defaults to 1.
+                 */
                 pipeline?: number;
-                /** @description Data-parallel ranks per instance; defaults to 1. Ignored by an elastic role. */
+                /**
+                 * Format: int32
+                 * @description Data-parallel ranks per instance; defaults to 1. Ignored by an elastic role.
+                 */
                 data?: number;
-                /** @description Data-parallel ranks per pod; defaults to data ÷ size (at least 1). */
+                /**
+                 * Format: int32
+                 * @description Data-parallel ranks per pod; defaults to data ÷ size (at least 1).
+                 */
                 dataLocal?: number;
                 /** @description Expert parallelism for MoE layers; defaults to false. */
                 expert?: boolean;
@@ -2119,9 +2360,15 @@ export interface components {
             };
             /** @description Elastic expert parallelism (vLLM only; the deployment's only role). */
             elastic?: {
-                /** @description Current data-parallel width (ranks, one pod each); 2..maxWidth. Changed by the resize verb. */
+                /**
+                 * Format: int32
+                 * @description Current data-parallel width (ranks, one pod each); 2..maxWidth. Changed by the resize verb.
+                 */
                 width: number;
-                /** @description Largest width a resize may reach. Immutable. */
+                /**
+                 * Format: int32
+                 * @description Largest width a resize may reach. Immutable.
+                 */
                 maxWidth: number;
             };
             /** @description Arguments appended to the engine command; flags berth owns are refused. */
@@ -2135,13 +2382,22 @@ export interface components {
             }[];
             /** @description Replaces the whole engine command: the role becomes unmanaged (no probes, no drain). */
             command?: string[];
-            /** @description Pod termination grace period; defaults to 30. */
+            /**
+             * Format: int32
+             * @description Pod termination grace period; defaults to 30.
+             */
             terminationGracePeriodSeconds?: number;
             /** @description How a spec change replaces instances (surge first, then retire the old ones); changing it alone rolls nothing. */
             rollout?: {
-                /** @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs. */
+                /**
+                 * Format: int32
+                 * @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs.
+                 */
                 maxSurge?: number;
-                /** @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0. */
+                /**
+                 * Format: int32
+                 * @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0.
+                 */
                 maxUnavailable?: number;
             };
         };
@@ -2151,15 +2407,24 @@ export interface components {
              * @enum {string}
              */
             mode?: "off" | "shadow" | "active";
-            /** @description Seconds between evaluations; defaults to 15. */
+            /**
+             * Format: int32
+             * @description Seconds between evaluations; defaults to 15.
+             */
             intervalSeconds?: number;
             /** @description Roles the autoscaler may resize, with their bounds; defaults to none. */
             roles?: {
                 /** @description A role of this deployment. */
                 name: string;
-                /** @description Fewest replicas the autoscaler may set; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Fewest replicas the autoscaler may set; defaults to 1.
+                 */
                 minReplicas?: number;
-                /** @description Most replicas the autoscaler may set. */
+                /**
+                 * Format: int32
+                 * @description Most replicas the autoscaler may set.
+                 */
                 maxReplicas: number;
             }[];
             /** @description How desired replicas are computed; defaults to queue_depth (target 8, tolerance 0.1). */
@@ -2185,15 +2450,27 @@ export interface components {
                 /** @description Highest prefill:decode replica ratio. */
                 max: number;
             };
-            /** @description A lower recommendation must hold this long before it applies; defaults to 300. */
+            /**
+             * Format: int32
+             * @description A lower recommendation must hold this long before it applies; defaults to 300.
+             */
             scaleDownStabilizationSeconds?: number;
             /** @description Per-step budgets of the retirement protocol. */
             retirement?: {
-                /** @description Budget for every router to stop sending to the replica; defaults to 30. */
+                /**
+                 * Format: int32
+                 * @description Budget for every router to stop sending to the replica; defaults to 30.
+                 */
                 withdrawSeconds?: number;
-                /** @description Budget for in-flight requests to finish; defaults to 240. */
+                /**
+                 * Format: int32
+                 * @description Budget for in-flight requests to finish; defaults to 240.
+                 */
                 drainSeconds?: number;
-                /** @description Budget for the pods to go and their GPUs to show free; defaults to 30. */
+                /**
+                 * Format: int32
+                 * @description Budget for the pods to go and their GPUs to show free; defaults to 30.
+                 */
                 settleSeconds?: number;
             };
         };
@@ -2210,9 +2487,15 @@ export interface components {
             labels: {
                 [key: string]: string;
             };
-            /** @description Increases on every spec change */
+            /**
+             * Format: int64
+             * @description Increases on every spec change
+             */
             generation: number;
-            /** @description Increases on every change, spec or status; the ETag */
+            /**
+             * Format: int64
+             * @description Increases on every change, spec or status; the ETag
+             */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -2254,7 +2537,10 @@ export interface components {
             projectId: string;
             /** @description The role it works on. */
             role: string;
-            /** @description The replica index it works on (retire, restart); absent for a whole role (resize). */
+            /**
+             * Format: int64
+             * @description The replica index it works on (retire, restart); absent for a whole role (resize).
+             */
             replica?: number;
             /**
              * @description Pending → Running → Succeeded | Failed | Aborted; terminal phases are final.
@@ -2287,6 +2573,7 @@ export interface components {
                 [key: string]: unknown;
             };
             error?: components["schemas"]["OperationError"];
+            /** Format: int64 */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -2322,7 +2609,10 @@ export interface components {
             message: string;
         };
         ResizeRequest: {
-            /** @description The new data-parallel width (ranks): 2..elastic.maxWidth, not the current one. */
+            /**
+             * Format: int32
+             * @description The new data-parallel width (ranks): 2..elastic.maxWidth, not the current one.
+             */
             width: number;
         };
         DeploymentMetrics: {
@@ -2353,9 +2643,15 @@ export interface components {
             value?: number;
             /** @description e.g. `requests`, `ratio`, `ms`, `tokens/s`. */
             unit: string;
-            /** @description How many pods the value aggregates. */
+            /**
+             * Format: int32
+             * @description How many pods the value aggregates.
+             */
             podCount: number;
-            /** @description For an interval mean: the observations it averages (requests for `ttft_mean` and `queue_time_mean`, tokens for `itl_mean`). */
+            /**
+             * Format: int64
+             * @description For an interval mean: the observations it averages (requests for `ttft_mean` and `queue_time_mean`, tokens for `itl_mean`).
+             */
             samples?: number;
             /**
              * Format: date-time
@@ -2377,7 +2673,10 @@ export interface components {
             nextCursor: string | null;
         };
         Event: {
-            /** @description Global, increasing; resume a stream after it */
+            /**
+             * Format: int64
+             * @description Global, increasing; resume a stream after it
+             */
             seq: number;
             /** @description evt_…; also the webhook-id of its deliveries */
             id: string;
@@ -2399,7 +2698,10 @@ export interface components {
             nextCursor: string | null;
         };
         Revision: {
-            /** @description The generation this spec was */
+            /**
+             * Format: int64
+             * @description The generation this spec was
+             */
             generation: number;
             spec: components["schemas"]["DeploymentSpec"];
             /** @description Who wrote it: a user key, the autoscaler (an agent credential), or system (recorded before history existed) */
@@ -2414,11 +2716,17 @@ export interface components {
             };
             /** Format: date-time */
             createdAt: string;
-            /** @description Present when a rollback wrote it: the generation it restored */
+            /**
+             * Format: int64
+             * @description Present when a rollback wrote it: the generation it restored
+             */
             rollbackOf?: number;
         };
         RollbackRequest: {
-            /** @description The retained generation whose spec to restore */
+            /**
+             * Format: int32
+             * @description The retained generation whose spec to restore
+             */
             generation: number;
         };
         ClusterCreated: {
@@ -2445,6 +2753,7 @@ export interface components {
                     namespaces: string[];
                 };
             } | null;
+            /** Format: int64 */
             resourceVersion: number;
             createdAt: string;
             updatedAt: string;
@@ -2453,9 +2762,14 @@ export interface components {
             name: string;
             /** @description e.g. nvidia-h100-80gb; absent on nodes without GPUs */
             gpuType?: string;
+            /** Format: int32 */
             gpuCapacity: number;
+            /** Format: int32 */
             gpuAllocatable: number;
-            /** @description Allocatable GPUs no pod holds */
+            /**
+             * Format: int32
+             * @description Allocatable GPUs no pod holds
+             */
             gpuFree: number;
         };
         ClusterCreate: {
@@ -2485,7 +2799,10 @@ export interface components {
             };
         };
         DesiredState: {
-            /** @description Pass as ?since= on the next call */
+            /**
+             * Format: int64
+             * @description Pass as ?since= on the next call
+             */
             resourceVersion: number;
             items: {
                 deployment: components["schemas"]["Deployment"];
@@ -2499,6 +2816,7 @@ export interface components {
                 id: string;
                 name: string;
                 projectId: string;
+                /** Format: int64 */
                 resourceVersion: number;
             }[];
         };
@@ -2521,7 +2839,10 @@ export interface components {
             deploymentId: string;
             /** @description A role of that deployment. */
             role: string;
-            /** @description The replica index (retire, restart). */
+            /**
+             * Format: int32
+             * @description The replica index (retire, restart).
+             */
             replica?: number;
             /** @description The operation's inputs, e.g. `{ fromWidth, toWidth }` for a resize. */
             params?: {
@@ -2613,6 +2934,7 @@ export interface components {
              * @description After a rotation, until when deliveries are signed with the previous secret as well
              */
             previousSecretExpiresAt?: string;
+            /** Format: int64 */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -2666,6 +2988,7 @@ export interface components {
              * @description After a rotation, until when deliveries are signed with the previous secret as well
              */
             previousSecretExpiresAt?: string;
+            /** Format: int64 */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -2703,9 +3026,15 @@ export interface components {
         WebhookAttempt: {
             /** Format: date-time */
             attemptedAt: string;
-            /** @description The receiver's HTTP status; absent when no response came */
+            /**
+             * Format: int32
+             * @description The receiver's HTTP status; absent when no response came
+             */
             statusCode?: number;
-            /** @description From sending to the response headers (or to the error) */
+            /**
+             * Format: int64
+             * @description From sending to the response headers (or to the error)
+             */
             latencyMs: number;
             /** @description The first KiB of the response body */
             responseSnippet?: string;
@@ -2733,35 +3062,79 @@ export interface components {
                     name: string;
                     /** @description config.json fields, required when the catalogue does not know `name`. */
                     architecture?: {
-                        /** @description Transformer layers. */
+                        /**
+                         * Format: int64
+                         * @description Transformer layers.
+                         */
                         num_hidden_layers: number;
-                        /** @description Model width. */
+                        /**
+                         * Format: int64
+                         * @description Model width.
+                         */
                         hidden_size: number;
-                        /** @description Query heads. */
+                        /**
+                         * Format: int64
+                         * @description Query heads.
+                         */
                         num_attention_heads: number;
-                        /** @description KV heads; defaults to num_attention_heads (MHA). */
+                        /**
+                         * Format: int64
+                         * @description KV heads; defaults to num_attention_heads (MHA).
+                         */
                         num_key_value_heads?: number;
-                        /** @description Per-head width; defaults to hidden_size ÷ num_attention_heads. */
+                        /**
+                         * Format: int64
+                         * @description Per-head width; defaults to hidden_size ÷ num_attention_heads.
+                         */
                         head_dim?: number;
-                        /** @description Dense MLP width; needed unless the parameter counts are given. */
+                        /**
+                         * Format: int64
+                         * @description Dense MLP width; needed unless the parameter counts are given.
+                         */
                         intermediate_size?: number;
-                        /** @description Width of one expert's MLP (MoE). */
+                        /**
+                         * Format: int64
+                         * @description Width of one expert's MLP (MoE).
+                         */
                         moe_intermediate_size?: number;
-                        /** @description Routed experts per layer (also read from num_local_experts / n_routed_experts). */
+                        /**
+                         * Format: int64
+                         * @description Routed experts per layer (also read from num_local_experts / n_routed_experts).
+                         */
                         num_experts?: number;
+                        /** Format: int64 */
                         num_local_experts?: number;
+                        /** Format: int64 */
                         n_routed_experts?: number;
-                        /** @description Always-active shared experts (DeepSeek). */
+                        /**
+                         * Format: int64
+                         * @description Always-active shared experts (DeepSeek).
+                         */
                         n_shared_experts?: number;
-                        /** @description Experts each token is routed to. */
+                        /**
+                         * Format: int64
+                         * @description Experts each token is routed to.
+                         */
                         num_experts_per_tok?: number;
-                        /** @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer. */
+                        /**
+                         * Format: int64
+                         * @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer.
+                         */
                         kv_lora_rank?: number;
-                        /** @description MLA rotary part cached beside the latent. */
+                        /**
+                         * Format: int64
+                         * @description MLA rotary part cached beside the latent.
+                         */
                         qk_rope_head_dim?: number;
-                        /** @description Vocabulary; defaults to 32000 for the parameter estimate. */
+                        /**
+                         * Format: int64
+                         * @description Vocabulary; defaults to 32000 for the parameter estimate.
+                         */
                         vocab_size?: number;
-                        /** @description Context length; defaults to 8192. */
+                        /**
+                         * Format: int64
+                         * @description Context length; defaults to 8192.
+                         */
                         max_position_embeddings?: number;
                         /** @description `bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte). */
                         torch_dtype?: string;
@@ -2785,18 +3158,23 @@ export interface components {
                  */
                 workload?: {
                     /**
+                     * Format: int32
                      * @description Prompt tokens per request; defaults to 4000.
                      * @default 4000
                      */
                     inputTokens?: number;
                     /**
+                     * Format: int32
                      * @description Generated tokens per request; defaults to 1000.
                      * @default 1000
                      */
                     outputTokens?: number;
                     /** @description Arrival rate to serve within the SLA. */
                     requestsPerSecond?: number;
-                    /** @description Requests in flight to serve within the SLA. */
+                    /**
+                     * Format: int32
+                     * @description Requests in flight to serve within the SLA.
+                     */
                     concurrency?: number;
                 };
                 /**
@@ -2830,7 +3208,10 @@ export interface components {
                      * @enum {string}
                      */
                     gpuType?: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
-                    /** @description Most GPUs the deployment may use. */
+                    /**
+                     * Format: int32
+                     * @description Most GPUs the deployment may use.
+                     */
                     maxGpus?: number;
                 };
                 /**
@@ -2846,6 +3227,7 @@ export interface components {
                 };
             };
             status: components["schemas"]["DeploymentRequestStatus"];
+            /** Format: int64 */
             resourceVersion: number;
             createdAt: string;
             updatedAt: string;
@@ -2871,7 +3253,10 @@ export interface components {
             };
             /** @description Feasible shapes, best first (at most 20). */
             candidates: components["schemas"]["PlanCandidate"][];
-            /** @description Feasible shapes not listed. */
+            /**
+             * Format: int64
+             * @description Feasible shapes not listed.
+             */
             moreCandidates: number;
             /** @description Shapes that were evaluated and refused, with the reason. */
             rejected: components["schemas"]["PlanRejection"][];
@@ -2882,9 +3267,15 @@ export interface components {
                 predicted?: components["schemas"]["PlanPrediction"];
             };
             baseline: components["schemas"]["PlanBaseline"];
-            /** @description Shapes evaluated. */
+            /**
+             * Format: int64
+             * @description Shapes evaluated.
+             */
             searched: number;
-            /** @description Rank of the applied candidate. */
+            /**
+             * Format: int64
+             * @description Rank of the applied candidate.
+             */
             selected?: number;
             /** @description The deployment apply created (dep_…). */
             deploymentId?: string;
@@ -2892,9 +3283,15 @@ export interface components {
             plannedAt: string;
         };
         PlanCandidate: {
-            /** @description 1 is the best. */
+            /**
+             * Format: int64
+             * @description 1 is the best.
+             */
             rank: number;
-            /** @description GPUs the whole deployment holds. */
+            /**
+             * Format: int64
+             * @description GPUs the whole deployment holds.
+             */
             gpus: number;
             shape: components["schemas"]["PlanShape"];
             /** @description The generated deployment spec; apply creates exactly this. */
@@ -2934,7 +3331,10 @@ export interface components {
                      * @enum {string}
                      */
                     policy?: "round_robin" | "least_load" | "cache_aware" | "session_affinity";
-                    /** @description Router pods; defaults to 1. */
+                    /**
+                     * Format: int32
+                     * @description Router pods; defaults to 1.
+                     */
                     replicas?: number;
                 };
                 /** @description KV-cache transfer between prefill and decode (PD/EPD only). */
@@ -2970,13 +3370,24 @@ export interface components {
             gpuType: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
             /** @enum {string} */
             mode: "aggregated" | "disaggregated";
-            /** @description TP of the server role, or of the decode role when disaggregated. */
+            /**
+             * Format: int64
+             * @description TP of the server role, or of the decode role when disaggregated.
+             */
             tensor: number;
+            /** Format: int64 */
             pipeline: number;
-            /** @description TP of the prefill role (disaggregated). */
+            /**
+             * Format: int64
+             * @description TP of the prefill role (disaggregated).
+             */
             prefillTensor?: number;
-            /** @description Server (or decode) replicas, once sized. */
+            /**
+             * Format: int64
+             * @description Server (or decode) replicas, once sized.
+             */
             replicas?: number;
+            /** Format: int64 */
             prefillReplicas?: number;
         };
         PlanPrediction: {
@@ -2998,6 +3409,7 @@ export interface components {
             shape: components["schemas"]["PlanShape"];
             /** @description Whether the fallback's TP holds 1.5 × the weights within one node. */
             fits: boolean;
+            /** Format: int64 */
             gpus: number;
             meetsSla: boolean;
             predicted?: components["schemas"]["PlanPrediction"];
@@ -3014,35 +3426,79 @@ export interface components {
                 name: string;
                 /** @description config.json fields, required when the catalogue does not know `name`. */
                 architecture?: {
-                    /** @description Transformer layers. */
+                    /**
+                     * Format: int64
+                     * @description Transformer layers.
+                     */
                     num_hidden_layers: number;
-                    /** @description Model width. */
+                    /**
+                     * Format: int64
+                     * @description Model width.
+                     */
                     hidden_size: number;
-                    /** @description Query heads. */
+                    /**
+                     * Format: int64
+                     * @description Query heads.
+                     */
                     num_attention_heads: number;
-                    /** @description KV heads; defaults to num_attention_heads (MHA). */
+                    /**
+                     * Format: int64
+                     * @description KV heads; defaults to num_attention_heads (MHA).
+                     */
                     num_key_value_heads?: number;
-                    /** @description Per-head width; defaults to hidden_size ÷ num_attention_heads. */
+                    /**
+                     * Format: int64
+                     * @description Per-head width; defaults to hidden_size ÷ num_attention_heads.
+                     */
                     head_dim?: number;
-                    /** @description Dense MLP width; needed unless the parameter counts are given. */
+                    /**
+                     * Format: int64
+                     * @description Dense MLP width; needed unless the parameter counts are given.
+                     */
                     intermediate_size?: number;
-                    /** @description Width of one expert's MLP (MoE). */
+                    /**
+                     * Format: int64
+                     * @description Width of one expert's MLP (MoE).
+                     */
                     moe_intermediate_size?: number;
-                    /** @description Routed experts per layer (also read from num_local_experts / n_routed_experts). */
+                    /**
+                     * Format: int64
+                     * @description Routed experts per layer (also read from num_local_experts / n_routed_experts).
+                     */
                     num_experts?: number;
+                    /** Format: int64 */
                     num_local_experts?: number;
+                    /** Format: int64 */
                     n_routed_experts?: number;
-                    /** @description Always-active shared experts (DeepSeek). */
+                    /**
+                     * Format: int64
+                     * @description Always-active shared experts (DeepSeek).
+                     */
                     n_shared_experts?: number;
-                    /** @description Experts each token is routed to. */
+                    /**
+                     * Format: int64
+                     * @description Experts each token is routed to.
+                     */
                     num_experts_per_tok?: number;
-                    /** @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer. */
+                    /**
+                     * Format: int64
+                     * @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer.
+                     */
                     kv_lora_rank?: number;
-                    /** @description MLA rotary part cached beside the latent. */
+                    /**
+                     * Format: int64
+                     * @description MLA rotary part cached beside the latent.
+                     */
                     qk_rope_head_dim?: number;
-                    /** @description Vocabulary; defaults to 32000 for the parameter estimate. */
+                    /**
+                     * Format: int64
+                     * @description Vocabulary; defaults to 32000 for the parameter estimate.
+                     */
                     vocab_size?: number;
-                    /** @description Context length; defaults to 8192. */
+                    /**
+                     * Format: int64
+                     * @description Context length; defaults to 8192.
+                     */
                     max_position_embeddings?: number;
                     /** @description `bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte). */
                     torch_dtype?: string;
@@ -3066,18 +3522,23 @@ export interface components {
              */
             workload?: {
                 /**
+                 * Format: int32
                  * @description Prompt tokens per request; defaults to 4000.
                  * @default 4000
                  */
                 inputTokens?: number;
                 /**
+                 * Format: int32
                  * @description Generated tokens per request; defaults to 1000.
                  * @default 1000
                  */
                 outputTokens?: number;
                 /** @description Arrival rate to serve within the SLA. */
                 requestsPerSecond?: number;
-                /** @description Requests in flight to serve within the SLA. */
+                /**
+                 * Format: int32
+                 * @description Requests in flight to serve within the SLA.
+                 */
                 concurrency?: number;
             };
             /**
@@ -3111,7 +3572,10 @@ export interface components {
                  * @enum {string}
                  */
                 gpuType?: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
-                /** @description Most GPUs the deployment may use. */
+                /**
+                 * Format: int32
+                 * @description Most GPUs the deployment may use.
+                 */
                 maxGpus?: number;
             };
             /**
@@ -3147,35 +3611,79 @@ export interface components {
                     name: string;
                     /** @description config.json fields, required when the catalogue does not know `name`. */
                     architecture?: {
-                        /** @description Transformer layers. */
+                        /**
+                         * Format: int64
+                         * @description Transformer layers.
+                         */
                         num_hidden_layers: number;
-                        /** @description Model width. */
+                        /**
+                         * Format: int64
+                         * @description Model width.
+                         */
                         hidden_size: number;
-                        /** @description Query heads. */
+                        /**
+                         * Format: int64
+                         * @description Query heads.
+                         */
                         num_attention_heads: number;
-                        /** @description KV heads; defaults to num_attention_heads (MHA). */
+                        /**
+                         * Format: int64
+                         * @description KV heads; defaults to num_attention_heads (MHA).
+                         */
                         num_key_value_heads?: number;
-                        /** @description Per-head width; defaults to hidden_size ÷ num_attention_heads. */
+                        /**
+                         * Format: int64
+                         * @description Per-head width; defaults to hidden_size ÷ num_attention_heads.
+                         */
                         head_dim?: number;
-                        /** @description Dense MLP width; needed unless the parameter counts are given. */
+                        /**
+                         * Format: int64
+                         * @description Dense MLP width; needed unless the parameter counts are given.
+                         */
                         intermediate_size?: number;
-                        /** @description Width of one expert's MLP (MoE). */
+                        /**
+                         * Format: int64
+                         * @description Width of one expert's MLP (MoE).
+                         */
                         moe_intermediate_size?: number;
-                        /** @description Routed experts per layer (also read from num_local_experts / n_routed_experts). */
+                        /**
+                         * Format: int64
+                         * @description Routed experts per layer (also read from num_local_experts / n_routed_experts).
+                         */
                         num_experts?: number;
+                        /** Format: int64 */
                         num_local_experts?: number;
+                        /** Format: int64 */
                         n_routed_experts?: number;
-                        /** @description Always-active shared experts (DeepSeek). */
+                        /**
+                         * Format: int64
+                         * @description Always-active shared experts (DeepSeek).
+                         */
                         n_shared_experts?: number;
-                        /** @description Experts each token is routed to. */
+                        /**
+                         * Format: int64
+                         * @description Experts each token is routed to.
+                         */
                         num_experts_per_tok?: number;
-                        /** @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer. */
+                        /**
+                         * Format: int64
+                         * @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer.
+                         */
                         kv_lora_rank?: number;
-                        /** @description MLA rotary part cached beside the latent. */
+                        /**
+                         * Format: int64
+                         * @description MLA rotary part cached beside the latent.
+                         */
                         qk_rope_head_dim?: number;
-                        /** @description Vocabulary; defaults to 32000 for the parameter estimate. */
+                        /**
+                         * Format: int64
+                         * @description Vocabulary; defaults to 32000 for the parameter estimate.
+                         */
                         vocab_size?: number;
-                        /** @description Context length; defaults to 8192. */
+                        /**
+                         * Format: int64
+                         * @description Context length; defaults to 8192.
+                         */
                         max_position_embeddings?: number;
                         /** @description `bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte). */
                         torch_dtype?: string;
@@ -3199,18 +3707,23 @@ export interface components {
                  */
                 workload?: {
                     /**
+                     * Format: int32
                      * @description Prompt tokens per request; defaults to 4000.
                      * @default 4000
                      */
                     inputTokens?: number;
                     /**
+                     * Format: int32
                      * @description Generated tokens per request; defaults to 1000.
                      * @default 1000
                      */
                     outputTokens?: number;
                     /** @description Arrival rate to serve within the SLA. */
                     requestsPerSecond?: number;
-                    /** @description Requests in flight to serve within the SLA. */
+                    /**
+                     * Format: int32
+                     * @description Requests in flight to serve within the SLA.
+                     */
                     concurrency?: number;
                 };
                 /**
@@ -3244,7 +3757,10 @@ export interface components {
                      * @enum {string}
                      */
                     gpuType?: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
-                    /** @description Most GPUs the deployment may use. */
+                    /**
+                     * Format: int32
+                     * @description Most GPUs the deployment may use.
+                     */
                     maxGpus?: number;
                 };
                 /**
@@ -3260,12 +3776,16 @@ export interface components {
                 };
             };
             status: components["schemas"]["DeploymentRequestStatus"];
+            /** Format: int64 */
             resourceVersion: number;
             createdAt: string;
             updatedAt: string;
         };
         ApplyDeploymentRequest: {
-            /** @description Rank of the candidate to deploy; defaults to 1. */
+            /**
+             * Format: int32
+             * @description Rank of the candidate to deploy; defaults to 1.
+             */
             candidate?: number;
         };
         OperationList: {
@@ -3290,30 +3810,60 @@ export interface components {
             totalParamsB: number;
             /** @description Parameters used per token, billions (what compute and a batch-1 decode read); = total for dense. */
             activeParamsB: number;
-            /** @description `num_hidden_layers`. */
+            /**
+             * Format: int64
+             * @description `num_hidden_layers`.
+             */
             layers: number;
-            /** @description `hidden_size`. */
+            /**
+             * Format: int64
+             * @description `hidden_size`.
+             */
             hiddenSize: number;
-            /** @description `num_attention_heads`. */
+            /**
+             * Format: int64
+             * @description `num_attention_heads`.
+             */
             attentionHeads: number;
-            /** @description `num_key_value_heads` (GQA/MHA); for MLA the query heads, the cache holds one latent instead. */
+            /**
+             * Format: int64
+             * @description `num_key_value_heads` (GQA/MHA); for MLA the query heads, the cache holds one latent instead.
+             */
             kvHeads: number;
-            /** @description `head_dim`, or hidden ÷ heads where the config has none. */
+            /**
+             * Format: int64
+             * @description `head_dim`, or hidden ÷ heads where the config has none.
+             */
             headDim: number;
             /**
              * @description MHA (kv = query heads), GQA (fewer kv heads) or MLA (one compressed latent per token and layer).
              * @enum {string}
              */
             attention: "MHA" | "GQA" | "MLA";
-            /** @description MLA only: `kv_lora_rank + qk_rope_head_dim`, the width of the cached latent. */
+            /**
+             * Format: int64
+             * @description MLA only: `kv_lora_rank + qk_rope_head_dim`, the width of the cached latent.
+             */
             kvLatentDim?: number;
-            /** @description Routed experts per MoE layer (`num_experts`, `num_local_experts`, `n_routed_experts`). */
+            /**
+             * Format: int64
+             * @description Routed experts per MoE layer (`num_experts`, `num_local_experts`, `n_routed_experts`).
+             */
             experts?: number;
-            /** @description `num_experts_per_tok`. */
+            /**
+             * Format: int64
+             * @description `num_experts_per_tok`.
+             */
             expertsPerToken?: number;
-            /** @description `vocab_size`. */
+            /**
+             * Format: int64
+             * @description `vocab_size`.
+             */
             vocabSize: number;
-            /** @description `max_position_embeddings` (what `max_model_len` defaults to). */
+            /**
+             * Format: int64
+             * @description `max_position_embeddings` (what `max_model_len` defaults to).
+             */
             maxContext: number;
             /**
              * @description Dtype of the published weights.
@@ -3350,7 +3900,10 @@ export interface components {
                 /** @description Per GPU, per direction, GB/s. */
                 bandwidthGBs: number;
             };
-            /** @description GPUs in the usual server of this type. */
+            /**
+             * Format: int64
+             * @description GPUs in the usual server of this type.
+             */
             gpusPerNode: number;
             /** @description Where the figures come from. */
             source: string;
@@ -3426,11 +3979,19 @@ export interface components {
             source: string;
         };
         DispatchAnswer: {
-            /** @description Deliveries created from new events */
+            /**
+             * Format: int64
+             * @description Deliveries created from new events
+             */
             fannedOut: number;
+            /** Format: int64 */
             attempted: number;
+            /** Format: int64 */
             succeeded: number;
-            /** @description Attempts that did not succeed (the delivery may still be retried) */
+            /**
+             * Format: int64
+             * @description Attempts that did not succeed (the delivery may still be retried)
+             */
             failed: number;
             /** @description A batch was full: more work is probably waiting, so call again */
             more: boolean;
@@ -3439,7 +4000,16 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The quota policies that apply to this caller, as a structured-field list, e.g. `"default";q=600;w=60`. */
+        "RateLimit-Policy": string;
+        /** @description What is left of each policy's quota, as a structured-field list, e.g. `"default";r=599;t=60` (r remaining, t seconds to reset). */
+        RateLimit: string;
+        /** @description Seconds to wait before trying again (RFC 9110 §10.2.3). */
+        "Retry-After": number;
+        /** @description The caller's Origin, echoed only when BERTH_CORS_ORIGINS lists it exactly; absent otherwise (no CORS by default). */
+        "Access-Control-Allow-Origin": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -3456,6 +4026,7 @@ export interface operations {
             /** @description Alive */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3476,6 +4047,7 @@ export interface operations {
             /** @description Ready */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3485,6 +4057,7 @@ export interface operations {
             /** @description The database does not answer */
             503: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3508,6 +4081,9 @@ export interface operations {
             /** @description A page of projects */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3517,6 +4093,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3526,6 +4105,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3535,6 +4117,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3560,6 +4168,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3569,6 +4180,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3578,6 +4192,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3587,6 +4204,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3596,6 +4216,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3605,6 +4228,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3614,6 +4240,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3623,6 +4252,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3646,6 +4301,9 @@ export interface operations {
             /** @description The project */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3655,6 +4313,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3664,6 +4325,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3673,6 +4337,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3682,6 +4349,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3705,6 +4398,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3712,6 +4408,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3721,6 +4420,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3730,6 +4432,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3739,6 +4444,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3748,6 +4456,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3777,6 +4511,9 @@ export interface operations {
             /** @description The project */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3786,6 +4523,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3795,6 +4535,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3804,6 +4547,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3813,6 +4559,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3822,6 +4571,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3831,6 +4583,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3840,6 +4595,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3865,6 +4646,9 @@ export interface operations {
             /** @description A page of keys */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3874,6 +4658,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3883,6 +4670,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3892,6 +4682,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3917,6 +4733,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3926,6 +4745,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3935,6 +4757,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3944,6 +4769,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3953,6 +4781,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3962,6 +4793,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3971,6 +4805,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3994,6 +4854,9 @@ export interface operations {
             /** @description Revoked */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4001,6 +4864,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4010,6 +4876,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4019,6 +4888,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4028,6 +4900,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4063,6 +4961,9 @@ export interface operations {
             /** @description A page of deployments, or with watch=true an endless stream of notices whose SSE id is the resourceVersion */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4073,6 +4974,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4082,6 +4986,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4091,6 +4998,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4123,6 +5056,9 @@ export interface operations {
                     ETag?: string;
                     /** @description URL of the new deployment */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4132,6 +5068,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4141,6 +5080,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4150,6 +5092,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4159,6 +5104,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4168,6 +5116,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4177,6 +5128,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4186,6 +5140,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4214,6 +5194,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4223,6 +5206,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4232,6 +5218,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4241,6 +5230,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4250,6 +5242,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4259,6 +5254,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4295,6 +5316,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4304,6 +5328,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4313,6 +5340,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4322,6 +5352,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4331,6 +5364,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4340,6 +5376,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4349,6 +5388,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4358,6 +5400,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4367,6 +5412,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4376,6 +5424,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4405,6 +5479,9 @@ export interface operations {
             /** @description Deletion under way */
             202: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4414,6 +5491,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4421,6 +5501,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4430,6 +5513,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4439,6 +5525,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4448,6 +5537,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4457,6 +5549,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4466,6 +5561,32 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4503,6 +5624,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4512,6 +5636,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4521,6 +5648,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4530,6 +5660,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4539,6 +5672,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4548,6 +5684,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4557,6 +5696,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4566,6 +5708,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4575,6 +5720,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4584,6 +5732,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4614,6 +5788,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4623,6 +5800,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4632,6 +5812,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4641,6 +5824,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4650,6 +5836,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4659,6 +5848,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4668,6 +5860,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4677,6 +5872,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4717,6 +5938,9 @@ export interface operations {
                 headers: {
                     /** @description URL of the operation */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4726,6 +5950,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4735,6 +5962,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4744,6 +5974,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4753,6 +5986,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4762,6 +5998,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4771,6 +6010,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4780,6 +6022,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4789,6 +6034,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4798,6 +6046,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4824,6 +6098,9 @@ export interface operations {
             /** @description The latest metrics */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4833,6 +6110,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4842,6 +6122,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4851,6 +6134,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4860,6 +6146,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4869,6 +6158,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4899,6 +6214,9 @@ export interface operations {
             /** @description A page of deployment.scaled events */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4908,6 +6226,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4917,6 +6238,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4926,6 +6250,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4935,6 +6262,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4944,6 +6274,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4974,6 +6330,9 @@ export interface operations {
             /** @description A page of revisions */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4983,6 +6342,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4992,6 +6354,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5001,6 +6366,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5010,6 +6378,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5019,6 +6390,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5057,6 +6454,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5066,6 +6466,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5075,6 +6478,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5084,6 +6490,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5093,6 +6502,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5102,6 +6514,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5111,6 +6526,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5120,6 +6538,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5129,6 +6550,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5138,6 +6562,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5163,6 +6613,9 @@ export interface operations {
             /** @description A page of clusters */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5172,6 +6625,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5181,6 +6637,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5190,6 +6649,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5215,6 +6700,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5224,6 +6712,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5233,6 +6724,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5242,6 +6736,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5251,6 +6748,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5260,6 +6760,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5269,6 +6772,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5278,6 +6784,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5300,6 +6832,9 @@ export interface operations {
             /** @description The cluster */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5309,6 +6844,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5318,6 +6856,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5327,6 +6868,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5336,6 +6880,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5361,6 +6931,9 @@ export interface operations {
             /** @description The credential; shown once */
             201: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5370,6 +6943,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5379,6 +6955,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5388,6 +6967,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5397,6 +6979,32 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5422,6 +7030,9 @@ export interface operations {
             /** @description The cluster as now recorded */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5431,6 +7042,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5440,6 +7054,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5449,6 +7066,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5458,6 +7078,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5467,6 +7090,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5476,6 +7102,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5485,6 +7114,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5508,6 +7163,9 @@ export interface operations {
             /** @description Desired state */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5517,6 +7175,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5526,6 +7187,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5535,6 +7199,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5557,6 +7247,9 @@ export interface operations {
             /** @description The record is removed */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5564,6 +7257,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5573,6 +7269,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5582,6 +7281,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5591,6 +7293,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5600,6 +7305,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5625,6 +7356,9 @@ export interface operations {
             /** @description Recorded */
             202: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5632,6 +7366,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5641,6 +7378,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5650,6 +7390,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5659,6 +7402,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5668,6 +7414,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5677,6 +7426,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5686,6 +7438,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5717,6 +7495,9 @@ export interface operations {
             /** @description A page of operations, oldest first */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5726,6 +7507,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5735,6 +7519,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5744,6 +7531,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5776,6 +7589,9 @@ export interface operations {
                     ETag?: string;
                     /** @description URL of the operation */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5785,6 +7601,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5794,6 +7613,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5803,6 +7625,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5812,6 +7637,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5821,6 +7649,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5830,6 +7661,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5839,6 +7673,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5848,6 +7685,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5879,6 +7742,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5888,6 +7754,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5897,6 +7766,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5906,6 +7778,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5915,6 +7790,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5924,6 +7802,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5933,6 +7814,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5942,6 +7826,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5951,6 +7838,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5979,6 +7892,9 @@ export interface operations {
             /** @description As stored */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5988,6 +7904,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5997,6 +7916,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6006,6 +7928,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6015,6 +7940,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6024,6 +7952,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6033,6 +7964,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6042,6 +7976,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6071,6 +8031,9 @@ export interface operations {
             /** @description A page of events */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6080,6 +8043,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6089,6 +8055,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6098,6 +8067,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6125,6 +8120,9 @@ export interface operations {
             /** @description An endless text/event-stream */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6134,6 +8132,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6143,6 +8144,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6152,6 +8156,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6179,6 +8209,9 @@ export interface operations {
             /** @description A page of endpoints */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6188,6 +8221,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6197,6 +8233,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6206,6 +8245,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6235,6 +8300,9 @@ export interface operations {
                     ETag?: string;
                     /** @description URL of the new endpoint */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6244,6 +8312,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6253,6 +8324,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6262,6 +8336,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6271,6 +8348,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6280,6 +8360,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6289,6 +8372,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6314,6 +8423,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6323,6 +8435,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6332,6 +8447,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6341,6 +8459,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6350,6 +8471,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6373,6 +8520,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6380,6 +8530,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6389,6 +8542,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6398,6 +8554,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6407,6 +8566,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6441,6 +8626,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6450,6 +8638,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6459,6 +8650,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6468,6 +8662,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6477,6 +8674,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6486,6 +8686,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6495,6 +8698,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6504,6 +8710,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6513,6 +8722,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6536,6 +8771,9 @@ export interface operations {
             /** @description The endpoint with its new secret */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6545,6 +8783,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6554,6 +8795,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6563,6 +8807,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6572,6 +8819,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6595,6 +8868,9 @@ export interface operations {
             /** @description The delivery, pending */
             202: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6604,6 +8880,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6613,6 +8892,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6622,6 +8904,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6631,6 +8916,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6640,6 +8928,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6670,6 +8984,9 @@ export interface operations {
             /** @description A page of deliveries */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6679,6 +8996,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6688,6 +9008,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6697,6 +9020,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6706,6 +9032,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6731,6 +9083,9 @@ export interface operations {
             /** @description The delivery, pending again */
             202: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6740,6 +9095,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6749,6 +9107,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6758,6 +9119,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6767,6 +9131,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6776,6 +9143,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6803,6 +9196,9 @@ export interface operations {
             /** @description A page of requests */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6812,6 +9208,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6821,6 +9220,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6830,6 +9232,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6862,6 +9290,9 @@ export interface operations {
                     ETag?: string;
                     /** @description URL of the new request */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6871,6 +9302,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6880,6 +9314,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6889,6 +9326,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6898,6 +9338,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6907,6 +9350,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6916,6 +9362,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6925,6 +9374,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6950,6 +9425,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6959,6 +9437,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6968,6 +9449,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6977,6 +9461,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6986,6 +9473,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7009,6 +9522,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7016,6 +9532,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7025,6 +9544,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7034,6 +9556,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7043,6 +9568,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7073,6 +9624,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7082,6 +9636,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7091,6 +9648,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7100,6 +9660,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7109,6 +9672,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7118,6 +9684,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7127,6 +9696,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7136,6 +9708,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7145,6 +9720,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7178,6 +9779,9 @@ export interface operations {
             /** @description A page of operations */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7187,6 +9791,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7196,6 +9803,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7205,6 +9815,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7230,6 +9866,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7239,6 +9878,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7248,6 +9890,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7257,6 +9902,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7266,6 +9914,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7286,6 +9960,9 @@ export interface operations {
             /** @description The model catalogue */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7295,6 +9972,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7304,6 +9984,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7313,6 +9996,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7333,6 +10042,9 @@ export interface operations {
             /** @description The GPU catalogue */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7342,6 +10054,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7351,6 +10066,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7360,6 +10078,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7380,6 +10124,9 @@ export interface operations {
             /** @description The engine compatibility table */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7389,6 +10136,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7398,6 +10148,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7407,6 +10160,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7430,6 +10209,9 @@ export interface operations {
             /** @description What the pass did */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7439,6 +10221,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7448,6 +10233,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7457,6 +10245,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
