@@ -94,7 +94,7 @@ export type Prediction = z.infer<typeof Prediction>;
 // ---------------------------------------------------------------------------------------------
 // The stored resource: the defaulted request (immutable once planning started) and its status.
 
-const PlanRejection = z.object({ shape: ShapeSummary, reason: z.string().max(LIMITS.name) }).meta({ id: "PlanRejection" });
+const PlanRejection = z.object({ shape: ShapeSummary, reason: z.string().max(LIMITS.text) }).meta({ id: "PlanRejection" });
 
 export const PlanCandidate = z
   .object({
@@ -127,9 +127,9 @@ export type RequestPhase = (typeof REQUEST_PHASES)[number];
 export const DeploymentRequestStatus = z
   .object({
     phase: z.enum(REQUEST_PHASES).describe("Planning → Ready (candidates computed) → Deploying → Deployed (the deployment exists), or Failed."),
-    reason: z.string().max(LIMITS.name).optional().describe("Why it failed."),
+    reason: z.string().max(LIMITS.text).optional().describe("Why it failed."),
     model: z.object({
-      id: z.string().max(LIMITS.id),
+      id: z.string().max(LIMITS.name),
       from: z.enum(["catalog", "architecture"]),
       totalParamsB: z.number(),
       activeParamsB: z.number(),
@@ -140,7 +140,7 @@ export const DeploymentRequestStatus = z
     moreCandidates: counter().describe("Feasible shapes not listed."),
     rejected: z.array(PlanRejection).describe("Shapes that were evaluated and refused, with the reason."),
     closest: z
-      .object({ shape: ShapeSummary, shortfall: z.string().max(LIMITS.name), predicted: Prediction.optional() })
+      .object({ shape: ShapeSummary, shortfall: z.string().max(LIMITS.text), predicted: Prediction.optional() })
       .optional()
       .describe("On Failed: the shape nearest to feasible and what it lacks."),
     baseline: PlanBaseline,

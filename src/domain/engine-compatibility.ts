@@ -33,7 +33,7 @@ export const FeatureSupport = z
     renderedByBerth: z.boolean().describe("true when berth renders these flags from the spec; false when only a user's extraArgs carry them."),
     minimum: z.union([ReleaseText, z.literal("unknown")]).describe("First release with the feature; `unknown` where no source establishes it (admission then does not gate on it)."),
     absentIn: ReleaseText.optional().describe("A release known to lack the feature: this release and older ones are refused even while `minimum` is unknown."),
-    source: z.string().max(LIMITS.name).describe("Release notes, pull request or source file the release facts come from."),
+    source: z.string().max(LIMITS.text).describe("Release notes, pull request or source file the release facts come from."),
   })
   .meta({ id: "EngineFeatureSupport" });
 export type FeatureSupport = z.infer<typeof FeatureSupport>;
@@ -45,7 +45,7 @@ export const TransportSupport = z
     protocol: z.enum(["tcp", "rdma"]).describe("`spec.kvTransfer.protocol`."),
     status: z.enum(TRANSPORT_STATUSES).describe("What has been observed: blocks actually moved (`works`), or not."),
     note: z.string().max(LIMITS.text),
-    source: z.string().max(LIMITS.name),
+    source: z.string().max(LIMITS.text),
   })
   .meta({ id: "EngineTransportSupport" });
 export type TransportSupport = z.infer<typeof TransportSupport>;
@@ -62,7 +62,7 @@ export const KnownFailure = z
       })
       .describe("Releases affected; an unreadable image tag is treated as possibly affected."),
     workaround: z.string().max(LIMITS.text),
-    source: z.string().max(LIMITS.name),
+    source: z.string().max(LIMITS.text),
   })
   .meta({ id: "EngineKnownFailure" });
 export type KnownFailure = z.infer<typeof KnownFailure>;

@@ -97,8 +97,8 @@ export const RequestReadyData = z
 export const RequestFailedData = z
   .object({
     request: DeploymentRequestSummary,
-    reason: z.string().max(LIMITS.name),
-    closest: z.object({ shortfall: z.string().max(LIMITS.name) }).optional().describe("The nearest shape's shortfall"),
+    reason: z.string().max(LIMITS.text),
+    closest: z.object({ shortfall: z.string().max(LIMITS.text) }).optional().describe("The nearest shape's shortfall"),
     actor: Actor,
   })
   .meta({ id: "RequestFailedData" });
@@ -156,7 +156,7 @@ export const OperationEventData = z
     phase: z.enum(["Failed", "Aborted"]).optional().describe("operation.failed only: how it ended"),
     params: z.record(z.string().max(LIMITS.text), z.unknown()).optional(),
     result: z.record(z.string().max(LIMITS.text), z.unknown()).optional().describe("operation.succeeded: what it achieved"),
-    error: z.object({ reason: z.string().max(LIMITS.name), message: z.string().max(LIMITS.text) }).optional().describe("operation.failed: why"),
+    error: z.object({ reason: z.string().max(LIMITS.text), message: z.string().max(LIMITS.text) }).optional().describe("operation.failed: why"),
   })
   .meta({ id: "OperationEventData" });
 
@@ -182,7 +182,7 @@ export const DeploymentScaledData = z
     from: counter().describe("Replicas before (shadow: the current replicas)"),
     to: counter().describe("Replicas after (shadow: the recommendation, not applied)"),
     mode: z.enum(["shadow", "active"]).describe("active: the autoscaler changed the spec; shadow: it only recommended"),
-    reason: z.string().max(LIMITS.name).describe("Why, as a CamelCase word, e.g. QueueDepth"),
+    reason: z.string().max(LIMITS.text).describe("Why, as a CamelCase word, e.g. QueueDepth"),
     message: z.string().max(LIMITS.text).optional().describe("Why, in words"),
     signals: z.array(ScaledSignal).max(64).describe("What the decision rested on"),
   })

@@ -92,7 +92,7 @@ export const GpuCatalogEntry = z
     fp8Tflops: z.number().nullable().describe("Peak dense FP8 tensor throughput, TFLOPS; null without FP8 tensor cores."),
     interconnect: z.object({ kind: z.enum(["nvlink", "infinity-fabric", "pcie"]), bandwidthGBs: z.number().describe("Per GPU, per direction, GB/s.") }),
     gpusPerNode: counter().describe("GPUs in the usual server of this type."),
-    source: z.string().max(LIMITS.name).describe("Where the figures come from."),
+    source: z.string().max(LIMITS.text).describe("Where the figures come from."),
   })
   .meta({ id: "GpuCatalogEntry" });
 

@@ -20,7 +20,7 @@ const count = boundedInt(1, Number.MAX_SAFE_INTEGER);
 
 export const ModelArchitecture = z
   .object({
-    id: z.string().max(LIMITS.id).min(1).describe("Hugging Face repository id, e.g. `meta-llama/Llama-3.1-8B-Instruct`."),
+    id: z.string().min(1).max(LIMITS.name).describe("Hugging Face repository id, e.g. `meta-llama/Llama-3.1-8B-Instruct`."),
     aliases: z.array(z.string().max(LIMITS.name)).max(LIMITS.mapEntries).describe("Other repository ids with the same architecture (base/instruct, FP8 re-uploads)."),
     kind: z.enum(["dense", "moe"]).describe("Dense, or mixture of experts."),
     totalParamsB: positive.describe("Total parameters, billions (what memory holds)."),
@@ -38,7 +38,7 @@ export const ModelArchitecture = z
     maxContext: count.describe("`max_position_embeddings` (what `max_model_len` defaults to)."),
     defaultDtype: z.enum(MODEL_DTYPES).describe("Dtype of the published weights."),
     checkpointGiB: positive.optional().describe("Size of the weights as published, GiB, where it is not total × dtype bytes (mixed precision)."),
-    source: z.string().max(LIMITS.name).min(1).describe("Where each figure comes from."),
+    source: z.string().max(LIMITS.text).min(1).describe("Where each figure comes from."),
   })
   .meta({ id: "ModelArchitecture" });
 export type ModelArchitecture = z.infer<typeof ModelArchitecture>;

@@ -4,6 +4,9 @@
 // drifts between the schema and the document fails here.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EngineCompatibility } from "../../src/domain/engine-compatibility.ts";
+import { GpuCatalogEntry } from "../../src/domain/gpu-profiles.ts";
+import { ModelArchitecture } from "../../src/domain/model-catalog.ts";
 import { createTestApi, deploymentBody, type TestApi } from "../support/api-harness.ts";
 
 const doc = JSON.parse(readFileSync(new URL("../../openapi/openapi.json", import.meta.url), "utf8"));
@@ -126,5 +129,30 @@ describe("declared limits are enforced (pglite)", () => {
       body: deploymentBody("at-the-limits", { projectId: api.defaultProjectId, labels }),
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
+  });
+});
+
+describe("what the server answers fits the limits it declares", () => {
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await createTestApi("pglite");
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it.each([
+    ["/v1/catalog/models", ModelArchitecture],
+    ["/v1/catalog/gpus", GpuCatalogEntry],
+    ["/v1/catalog/engines", EngineCompatibility],
+  ] as const)("%s: every item parses with its bounded schema", async (path, schema) => {
+    const res = await api.call("GET", path);
+    expect(res.status).toBe(200);
+    expect(res.body.items.length).toBeGreaterThan(0);
+    expect(res.body.items.length).toBeLessThanOrEqual(bound(path.endsWith("models") ? "ModelCatalog" : path.endsWith("gpus") ? "GpuCatalog" : "EngineCatalog", ["items"], "maxItems"));
+    for (const item of res.body.items) {
+      const parsed = schema.safeParse(item);
+      expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+    }
   });
 });

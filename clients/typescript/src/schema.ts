@@ -1634,27 +1634,6 @@ export interface components {
             /** @enum {string} */
             status: "ok";
         };
-        Project: {
-            /** @description prj_… */
-            id: string;
-            /** @description DNS-1123 label of at most 57 characters; the project's namespace in a cluster is berth-<name>. */
-            name: string;
-            /**
-             * Format: int32
-             * @description GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota.
-             */
-            maxGpus?: number;
-            /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
-            allowCustomCommands: boolean;
-            /** @description The Kubernetes namespace of this project in every cluster. */
-            namespace: string;
-            /** Format: int64 */
-            resourceVersion: number;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
         /** @description RFC 9457 problem details */
         Problem: {
             /**
@@ -1680,6 +1659,27 @@ export interface components {
             /** @description The header at fault */
             header?: string;
             message: string;
+        };
+        Project: {
+            /** @description prj_… */
+            id: string;
+            /** @description DNS-1123 label of at most 57 characters; the project's namespace in a cluster is berth-<name>. */
+            name: string;
+            /**
+             * Format: int32
+             * @description GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota.
+             */
+            maxGpus?: number;
+            /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
+            allowCustomCommands: boolean;
+            /** @description The Kubernetes namespace of this project in every cluster. */
+            namespace: string;
+            /** Format: int64 */
+            resourceVersion: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
         };
         ProjectCreate: {
             /** @description DNS-1123 label of at most 57 characters; the project's namespace in a cluster is berth-<name>. */
@@ -4033,6 +4033,16 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     readyz: {
@@ -4052,6 +4062,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The database does not answer */
