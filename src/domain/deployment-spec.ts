@@ -92,11 +92,12 @@ export type DeploymentName = z.infer<typeof DeploymentName>;
 
 export const DeploymentLabels = z
   .record(
-    z.string().max(LIMITS.labelKey).refine(isLabelKey, {
+    // The refinements enforce the lengths (and say so in one message); meta declares them.
+    z.string().meta({ maxLength: LIMITS.labelKey }).refine(isLabelKey, {
       error:
         "must be a Kubernetes label key: an optional DNS-subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit",
     }),
-    z.string().max(LIMITS.labelValue).refine(isLabelValue, {
+    z.string().meta({ maxLength: LIMITS.labelValue }).refine(isLabelValue, {
       error:
         "must be a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit",
     }),
