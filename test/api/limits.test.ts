@@ -130,17 +130,8 @@ describe("declared limits are enforced (pglite)", () => {
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
   });
-});
 
-describe("what the server answers fits the limits it declares", () => {
-  let api: TestApi;
-  beforeAll(async () => {
-    api = await createTestApi("pglite");
-  });
-  afterAll(async () => {
-    await api?.close();
-  });
-
+  // What the server answers fits the limits it declares, too.
   it.each([
     ["/v1/catalog/models", ModelArchitecture],
     ["/v1/catalog/gpus", GpuCatalogEntry],
