@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { Deployment } from "./deployment.ts";
 import { ScalingSignal, strictObject } from "./deployment-spec.ts";
-import { LIMITS, boundedInt, counter, timestamp } from "./limits.ts";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 export const InventoryNode = strictObject({
   name: z.string().min(1).max(253),
@@ -33,17 +33,17 @@ export const ClusterPhase = z.enum(["Pending", "Connected", "Disconnected"]);
 
 export const Cluster = z
   .object({
-    id: z.string().max(LIMITS.id),
+    id: id(),
     name: z.string().max(LIMITS.name),
     status: z.object({
       phase: ClusterPhase.describe("Pending until the first heartbeat; Disconnected after 30 s without one"),
-      lastHeartbeatAt: z.string().max(LIMITS.timestamp).nullable(),
+      lastHeartbeatAt: timestamp().nullable(),
       agentVersion: z.string().max(LIMITS.text).nullable(),
     }),
     inventory: Inventory.nullable().describe("The last inventory the agent reported; null until then"),
     resourceVersion: counter(),
-    createdAt: z.string().max(LIMITS.timestamp),
-    updatedAt: z.string().max(LIMITS.timestamp),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
   })
   .meta({ id: "Cluster" });
 export type Cluster = z.infer<typeof Cluster>;

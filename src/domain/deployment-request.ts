@@ -6,7 +6,7 @@ import { DeploymentSpecInput, GpuType, isDns1035Label, strictObject } from "./de
 import { isId } from "./ids.ts";
 import { HfArchitectureInput } from "./model-catalog.ts";
 import { MAX_CANDIDATES } from "./planner.ts";
-import { LIMITS, boundedInt, counter, timestamp } from "./limits.ts";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 const ms = (what: string) => z.number().positive().max(3_600_000).describe(what);
 
@@ -147,21 +147,21 @@ export const DeploymentRequestStatus = z
     searched: counter().describe("Shapes evaluated."),
     selected: counter().optional().describe("Rank of the applied candidate."),
     deploymentId: z.string().max(LIMITS.id).optional().describe("The deployment apply created (dep_…)."),
-    plannedAt: z.string().max(LIMITS.timestamp).describe("When planning finished."),
+    plannedAt: timestamp().describe("When planning finished."),
   })
   .meta({ id: "DeploymentRequestStatus" });
 export type DeploymentRequestStatus = z.infer<typeof DeploymentRequestStatus>;
 
 export const DeploymentRequestResource = z
   .object({
-    id: z.string().max(LIMITS.id).describe("dreq_…"),
+    id: id().describe("dreq_…"),
     name: z.string().max(LIMITS.name),
     projectId: z.string().max(LIMITS.id),
     spec: DeploymentRequestInput.describe("The request with its defaults; immutable."),
     status: DeploymentRequestStatus,
     resourceVersion: counter(),
-    createdAt: z.string().max(LIMITS.timestamp),
-    updatedAt: z.string().max(LIMITS.timestamp),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
   })
   .meta({ id: "DeploymentRequest" });
 export type DeploymentRequestResource = z.infer<typeof DeploymentRequestResource>;

@@ -9,7 +9,7 @@ import {
   DeploymentStatus,
   strictObject,
 } from "./deployment-spec.ts";
-import { LIMITS, counter, timestamp } from "./limits.ts";
+import { LIMITS, counter, id, timestamp } from "./limits.ts";
 
 const ProjectIdField = z
   .string()
@@ -70,7 +70,7 @@ export type DeploymentPatch = z.infer<typeof DeploymentPatch>;
 
 export const Deployment = z
   .object({
-    id: z.string().max(LIMITS.id).describe("dep_…"),
+    id: id().describe("dep_…"),
     name: z.string().max(LIMITS.name),
     projectId: z.string().max(LIMITS.id),
     labels: z.record(z.string().max(LIMITS.text), z.string().max(LIMITS.text)),

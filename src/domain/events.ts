@@ -2,7 +2,7 @@
 // shares, and the payload of each type. These schemas also describe the OpenAPI
 // `webhooks` section, so a receiver can generate types for what it is sent.
 import { z } from "zod";
-import { LIMITS, boundedInt, counter, timestamp } from "./limits.ts";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 export const EVENT_TYPES = [
   "deployment.created",
@@ -42,7 +42,7 @@ export type Actor = z.infer<typeof Actor>;
 
 export const DeploymentSummary = z
   .object({
-    id: z.string().max(LIMITS.id),
+    id: id(),
     name: z.string().max(LIMITS.name),
     projectId: z.string().max(LIMITS.id),
     generation: counter(),
@@ -76,7 +76,7 @@ export const DeploymentPhaseData = z
 
 export const DeploymentRequestSummary = z
   .object({
-    id: z.string().max(LIMITS.id).describe("dreq_…"),
+    id: id().describe("dreq_…"),
     name: z.string().max(LIMITS.name),
     projectId: z.string().max(LIMITS.id),
     phase: z.string().max(LIMITS.name),
@@ -114,7 +114,7 @@ export const RequestDeployedData = z
 
 export const WebhookRef = z
   .object({
-    id: z.string().max(LIMITS.id).describe("whk_…"),
+    id: id().describe("whk_…"),
     url: z.string().max(LIMITS.url),
     projectId: z.string().max(LIMITS.id).optional().describe("Absent for an installation-wide endpoint"),
   })
@@ -137,7 +137,7 @@ export const WebhookTestData = z
 
 export const OperationSummary = z
   .object({
-    id: z.string().max(LIMITS.id).describe("op_…"),
+    id: id().describe("op_…"),
     kind: z.enum(["retire", "resize", "restart"]),
     deploymentId: z.string().max(LIMITS.id),
     role: z.string().max(LIMITS.name),
@@ -171,7 +171,7 @@ export const ReplicaRetirementData = z
   .meta({ id: "ReplicaRetirementData" });
 
 export const ScaledSignal = z
-  .object({ name: z.string().max(LIMITS.name), value: z.number(), unit: z.string().max(LIMITS.name), observedAt: z.string().max(LIMITS.timestamp) })
+  .object({ name: z.string().max(LIMITS.name), value: z.number(), unit: z.string().max(LIMITS.name), observedAt: timestamp() })
   .meta({ id: "ScaledSignal" });
 
 export const DeploymentScaledData = z
@@ -215,7 +215,7 @@ export const EVENT_DATA: Record<EventType, z.ZodType> = {
 export const Event = z
   .object({
     seq: counter().describe("Global, increasing; resume a stream after it"),
-    id: z.string().max(LIMITS.id).describe("evt_…; also the webhook-id of its deliveries"),
+    id: id().describe("evt_…; also the webhook-id of its deliveries"),
     type: EventTypeSchema,
     occurredAt: timestamp(),
     projectId: z.string().max(LIMITS.id).nullable().describe("null for installation-wide events (clusters)"),

@@ -3,7 +3,7 @@
 // forward (Pending → Running → a terminal phase); terminal phases are final.
 import { z } from "zod";
 import { strictObject } from "./deployment-spec.ts";
-import { LIMITS, boundedInt, counter, timestamp } from "./limits.ts";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 export const OPERATION_KINDS = ["retire", "resize", "restart"] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
@@ -64,7 +64,7 @@ const Result = z.record(z.string().max(LIMITS.text), z.unknown()).describe("What
 
 export const Operation = z
   .object({
-    id: z.string().max(LIMITS.id).describe("op_…"),
+    id: id().describe("op_…"),
     kind: OperationKindSchema,
     deploymentId: z.string().max(LIMITS.id),
     projectId: z.string().max(LIMITS.id),

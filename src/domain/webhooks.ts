@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { strictObject } from "./deployment-spec.ts";
 import { SUBSCRIBABLE_EVENT_TYPES, type EventType } from "./events.ts";
-import { LIMITS, boundedInt, counter, timestamp } from "./limits.ts";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 export const WILDCARD = "*";
 const SUBSCRIPTIONS = [...SUBSCRIBABLE_EVENT_TYPES, WILDCARD] as const;
@@ -50,7 +50,7 @@ export const WebhookDisabledReason = z
 
 export const Webhook = z
   .object({
-    id: z.string().max(LIMITS.id).describe("whk_…"),
+    id: id().describe("whk_…"),
     projectId: z.string().max(LIMITS.id).optional().describe("Absent for an installation-wide endpoint, which receives every project's events"),
     url: z.string().max(LIMITS.url),
     eventTypes: z.array(z.string().max(LIMITS.name)).max(LIMITS.mapEntries),
@@ -93,7 +93,7 @@ export type WebhookAttempt = z.infer<typeof WebhookAttempt>;
 
 export const WebhookDelivery = z
   .object({
-    id: z.string().max(LIMITS.id).describe("dlv_…"),
+    id: id().describe("dlv_…"),
     eventId: z.string().max(LIMITS.id).describe("evt_…; also the webhook-id header of every attempt"),
     eventType: z.string().max(LIMITS.text),
     status: z.enum(DELIVERY_STATUSES),

@@ -1376,6 +1376,7 @@ export interface components {
             name: string;
             value: number;
             unit: string;
+            /** Format: date-time */
             observedAt: string;
         };
         DeploymentResizedWebhook: {
@@ -2742,6 +2743,7 @@ export interface components {
                  * @enum {string}
                  */
                 phase: "Pending" | "Connected" | "Disconnected";
+                /** Format: date-time */
                 lastHeartbeatAt: string | null;
                 agentVersion: string | null;
             };
@@ -2755,7 +2757,9 @@ export interface components {
             } | null;
             /** Format: int64 */
             resourceVersion: number;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         InventoryNode: {
@@ -3229,7 +3233,9 @@ export interface components {
             status: components["schemas"]["DeploymentRequestStatus"];
             /** Format: int64 */
             resourceVersion: number;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
             /** @description Admitted with reservations (an image tag naming no release, a known engine failure the spec matches); also sent as `Warning: 299` headers. Absent when there are none. */
             warnings?: string[];
@@ -3279,7 +3285,10 @@ export interface components {
             selected?: number;
             /** @description The deployment apply created (dep_…). */
             deploymentId?: string;
-            /** @description When planning finished. */
+            /**
+             * Format: date-time
+             * @description When planning finished.
+             */
             plannedAt: string;
         };
         PlanCandidate: {
@@ -3778,7 +3787,9 @@ export interface components {
             status: components["schemas"]["DeploymentRequestStatus"];
             /** Format: int64 */
             resourceVersion: number;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         ApplyDeploymentRequest: {
