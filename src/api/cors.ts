@@ -42,10 +42,11 @@ export function corsPolicy(origins: readonly string[]): MiddlewareHandler | unde
   });
   return async (c, next) => {
     // A refused origin is treated as no CORS at all: its preflight is an ordinary OPTIONS.
+    // Every answer still varies by Origin, so a cache never hands one origin's answer to another.
     const origin = c.req.header("Origin");
     if (origin === undefined || !allowed.has(origin)) {
       await next();
-      if (origin !== undefined) c.header("Vary", "Origin", { append: true });
+      c.header("Vary", "Origin", { append: true });
       return;
     }
     return policy(c, next);

@@ -55,6 +55,12 @@ describe("CORS with BERTH_CORS_ORIGINS set", () => {
     expect(simple.headers.get("vary")).toContain("Origin");
   });
 
+  it("marks answers without an Origin as varying by it, for caches", async () => {
+    const res = await api.call("GET", "/v1/projects");
+    expect(res.headers.get("vary")).toContain("Origin");
+    expect(res.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
   it("does not match an origin by prefix", async () => {
     const res = await api.call("GET", "/v1/projects", { headers: { Origin: `${ALLOWED}.evil.example.net` } });
     expect(res.headers.get("access-control-allow-origin")).toBeNull();
