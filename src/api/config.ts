@@ -6,6 +6,18 @@ import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from "../domain/we
 
 const DRIVERS = ["pglite", "postgres", "neon"] as const;
 
+/** A variable read by `parse`; what it throws becomes the variable's message. */
+function parsedWith<T>(parse: (text: string) => T, explain: (message: string) => string = (message) => message) {
+  return z.string().transform((text, ctx) => {
+    try {
+      return parse(text);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: explain((error as Error).message) });
+      return z.NEVER;
+    }
+  });
+}
+
 export const Config = z
   .object({
     PORT: z.coerce.number().int().min(0).max(65535).default(8787),
@@ -19,17 +31,7 @@ export const Config = z
     BERTH_ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
     BERTH_AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
     LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "silent"]).default("info"),
-    BERTH_WEBHOOK_RETRY_SCHEDULE: z
-      .string()
-      .transform((text, ctx) => {
-        try {
-          return parseRetrySchedule(text);
-        } catch (error) {
-          ctx.addIssue({ code: "custom", message: `comma-separated seconds: ${(error as Error).message}` });
-          return z.NEVER;
-        }
-      })
-      .optional(),
+    BERTH_WEBHOOK_RETRY_SCHEDULE: parsedWith(parseRetrySchedule, (message) => `comma-separated seconds: ${message}`).optional(),
     BERTH_WEBHOOK_ALLOW_PRIVATE: z
       .enum(["true", "false", "1", "0"], { error: "must be true or false" })
       .default("false")
@@ -40,17 +42,7 @@ export const Config = z
       .default("true")
       .transform((value) => value === "true" || value === "1"),
     // Exact origins a browser page may call the API from; unset = no CORS headers at all.
-    BERTH_CORS_ORIGINS: z
-      .string()
-      .transform((text, ctx) => {
-        try {
-          return parseCorsOrigins(text);
-        } catch (error) {
-          ctx.addIssue({ code: "custom", message: (error as Error).message });
-          return z.NEVER;
-        }
-      })
-      .optional(),
+    BERTH_CORS_ORIGINS: parsedWith(parseCorsOrigins).optional(),
   })
   .transform((env) => ({
     port: env.PORT,
