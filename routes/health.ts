@@ -2,6 +2,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { AppEnv } from "../src/api/env.ts";
+import { problems } from "../src/api/route-kit.ts";
 import { ServiceUnavailable } from "../src/domain/errors.ts";
 
 const Health = z.object({ status: z.literal("ok") }).meta({ id: "Health" });
@@ -14,7 +15,8 @@ export function registerHealthRoutes(app: OpenAPIHono<AppEnv>) {
       path: "/healthz",
       tags: ["Operations"],
       summary: "Liveness: 200 while the process serves",
-      responses: { 200: { description: "Alive", content: { "application/json": { schema: Health } } } },
+      description: "Answers 200 while the process can serve HTTP; it reads nothing, so a slow database does not fail it. Public, not rate limited.",
+      responses: { 200: { description: "Alive", content: { "application/json": { schema: Health } } }, ...problems(500) },
     }),
     (c) => c.json({ status: "ok" as const }, 200),
   );
@@ -25,9 +27,11 @@ export function registerHealthRoutes(app: OpenAPIHono<AppEnv>) {
       path: "/readyz",
       tags: ["Operations"],
       summary: "Readiness: 200 once the database answers",
+      description: "Answers 200 once a query to the database succeeds, 503 (problem+json, Retry-After) while it does not. Public, not rate limited.",
       responses: {
         200: { description: "Ready", content: { "application/json": { schema: Health } } },
         503: { description: "The database does not answer" },
+        ...problems(500),
       },
     }),
     async (c) => {

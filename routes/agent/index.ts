@@ -26,6 +26,7 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
       method: "post",
       path: "/v1/agent/heartbeat",
       summary: "Report that the agent is alive, with the cluster's inventory (every 10 s)",
+      description: "The agent's liveness and its cluster's GPU inventory; a cluster without heartbeats is reported disconnected.",
       request: { body: jsonBody(Heartbeat, "Agent version and inventory") },
       responses: { 200: jsonContent(Cluster, "The cluster as now recorded"), ...problems(...BODY_PROBLEMS, 404) },
     }),
@@ -44,8 +45,8 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
         "A `since` older than what retention keeps of deletions is answered 410: ask again with since=0.",
       request: {
         query: z.object({
-          since: z.coerce.number().int().min(0).default(0),
-          waitSeconds: z.coerce.number().int().min(0).max(60).default(30),
+          since: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ format: "int64" }).default(0),
+          waitSeconds: z.coerce.number().int().min(0).max(60).meta({ format: "int32" }).default(30),
         }),
       },
       responses: { 200: jsonContent(DesiredState, "Desired state"), ...problems(...AUTH_PROBLEMS, 410) },
@@ -74,6 +75,7 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>) {
       method: "delete",
       path: "/v1/agent/deployments/{id}",
       summary: "Confirm that every object of a deleted deployment is gone",
+      description: "The agent says every object of a deployment being deleted is gone; the row is then removed and deployment.deleted is emitted.",
       request: { params: z.object({ id: z.string().max(64).meta({ param: { name: "id", in: "path" } }) }) },
       responses: { 204: { description: "The record is removed" }, ...problems(...AUTH_PROBLEMS, 404, 409) },
     }),

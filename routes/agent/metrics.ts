@@ -13,6 +13,7 @@ const route = createRoute({
   method: "put",
   path: "/v1/agent/deployments/{id}/metrics",
   summary: "Store a deployment's latest aggregated engine signals (replaces the previous ones)",
+  description: "Replaces the deployment's stored engine signals with the agent's latest aggregation; the metrics read answers these.",
   request: {
     params: z.object({ id: z.string().max(64).meta({ param: { name: "id", in: "path" }, description: "Deployment id" }) }),
     body: jsonBody(DeploymentMetricsInput, "Per role: the signals read and what could not be read"),

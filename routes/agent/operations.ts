@@ -31,7 +31,7 @@ const create = createRoute({
   responses: {
     201: {
       description: "Recorded",
-      headers: { ...ETagHeader, Location: { description: "URL of the operation", schema: { type: "string" } } },
+      headers: { ...ETagHeader, Location: { description: "URL of the operation", schema: { type: "string", format: "uri-reference", maxLength: 2048 } } },
       content: { "application/json": { schema: Operation } },
     },
     ...problems(...BODY_PROBLEMS, 404, 409),
@@ -44,6 +44,7 @@ const list = createRoute({
   method: "get",
   path: "/v1/agent/operations",
   summary: "The operations of the agent's cluster (phase=Pending&phase=Running: what to resume)",
+  description: "Pages through the operations of the agent's cluster, filtered by phase, so a restarted agent resumes what was running.",
   request: { query: OperationFilterQuery },
   responses: { 200: jsonContent(listOf(Operation, "AgentOperationList"), "A page of operations, oldest first"), ...problems(...AUTH_PROBLEMS) },
 });

@@ -18,6 +18,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>) {
       method: "post",
       path: "/v1/api-keys",
       summary: "Create an API key (admin); the token is in this answer only",
+      description: "Creates a bearer key (bp_\u2026) with a role, installation-wide or bound to one project. The token is shown in this answer only; only its hash is stored.",
       request: { body: jsonBody(ApiKeyCreate, "The key") },
       responses: {
         201: { description: "Created", content: { "application/json": { schema: ApiKeyCreated } } },
@@ -36,6 +37,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>) {
       method: "get",
       path: "/v1/api-keys",
       summary: "List API keys (admin; prefixes only)",
+      description: "Pages through the API keys this admin may manage, with their prefixes; tokens are never shown again.",
       request: { query: ListQuery },
       responses: { 200: jsonContent(listOf(ApiKey, "ApiKeyList"), "A page of keys"), ...problems(...AUTH_PROBLEMS) },
     }),
@@ -48,6 +50,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>) {
       method: "delete",
       path: "/v1/api-keys/{id}",
       summary: "Revoke an API key (admin)",
+      description: "Revokes a key: it never authenticates again (other API instances stop accepting it within BERTH_AUTH_CACHE_SECONDS). Revoked keys stay listed with revokedAt.",
       request: { params: z.object({ id: z.string().max(64).meta({ param: { name: "id", in: "path" }, description: "key_…" }) }) },
       responses: { 204: { description: "Revoked" }, ...problems(...AUTH_PROBLEMS, 404) },
     }),

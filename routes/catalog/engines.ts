@@ -4,6 +4,7 @@ import { serviceContext, type AppEnv } from "../../src/api/env.ts";
 import { AUTH_PROBLEMS, bearerSecurity, jsonContent, problems } from "../../src/api/route-kit.ts";
 import { EngineCompatibility } from "../../src/domain/engine-compatibility.ts";
 import { listCatalogEngines } from "../../src/services/catalog/list-catalog-engines.ts";
+import { LIMITS } from "../../src/domain/limits.ts";
 
 const route = createRoute({
   tags: ["Catalog"],
@@ -15,7 +16,7 @@ const route = createRoute({
     "Per engine, the first release of each feature berth renders (`unknown` where no source establishes it), KV transports with their status and known failures, every fact with its source. Admission refuses a feature below its release and warns on an unreadable image tag or a matching known failure.",
   security: bearerSecurity,
   responses: {
-    200: jsonContent(z.object({ items: z.array(EngineCompatibility) }).meta({ id: "EngineCatalog" }), "The engine compatibility table"),
+    200: jsonContent(z.object({ items: z.array(EngineCompatibility).max(LIMITS.page) }).meta({ id: "EngineCatalog" }), "The engine compatibility table"),
     ...problems(...AUTH_PROBLEMS),
   },
 });

@@ -4,6 +4,7 @@ import { serviceContext, type AppEnv } from "../../src/api/env.ts";
 import { AUTH_PROBLEMS, bearerSecurity, jsonContent, problems } from "../../src/api/route-kit.ts";
 import { GpuCatalogEntry } from "../../src/domain/gpu-profiles.ts";
 import { listCatalogGpus } from "../../src/services/catalog/list-catalog-gpus.ts";
+import { LIMITS } from "../../src/domain/limits.ts";
 
 const route = createRoute({
   tags: ["Catalog"],
@@ -14,7 +15,7 @@ const route = createRoute({
   description: "Memory, bandwidth, BF16/FP8 throughput and interconnect of each GPU id, every figure with its source.",
   security: bearerSecurity,
   responses: {
-    200: jsonContent(z.object({ items: z.array(GpuCatalogEntry) }).meta({ id: "GpuCatalog" }), "The GPU catalogue"),
+    200: jsonContent(z.object({ items: z.array(GpuCatalogEntry).max(LIMITS.page) }).meta({ id: "GpuCatalog" }), "The GPU catalogue"),
     ...problems(...AUTH_PROBLEMS),
   },
 });

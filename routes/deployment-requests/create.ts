@@ -24,7 +24,7 @@ const route = createRoute({
   responses: {
     201: {
       description: "Created and planned",
-      headers: { ...ETagHeader, Location: { description: "URL of the new request", schema: { type: "string" } } },
+      headers: { ...ETagHeader, Location: { description: "URL of the new request", schema: { type: "string", format: "uri-reference", maxLength: 2048 } } },
       content: { "application/json": { schema: DeploymentRequestApplied } },
     },
     ...problems(...BODY_PROBLEMS, 409),

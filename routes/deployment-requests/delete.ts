@@ -10,6 +10,7 @@ const route = createRoute({
   method: "delete",
   path: "/v1/deployment-requests/{id}",
   summary: "Delete a deployment request (its deployment stays)",
+  description: "Deletes the request and its plan; a deployment applied from it stays.",
   security: bearerSecurity,
   request: { params: RequestParams },
   responses: { 204: { description: "Deleted" }, ...problems(...AUTH_PROBLEMS, 404) },

@@ -12,6 +12,7 @@ const route = createRoute({
   method: "get",
   path: "/v1/deployment-requests/{id}",
   summary: "Get a deployment request with its plan",
+  description: "Returns the request with its plan: the ranked candidates, the rejected shapes and, once applied, the deployment it created.",
   security: bearerSecurity,
   request: { params: RequestParams },
   responses: {

@@ -7,7 +7,7 @@ export const RequestParams = z.object({
   id: z.string().max(64).meta({ param: { name: "id", in: "path" }, description: "dreq_…" }),
 });
 
-export const ETagHeader = { ETag: { description: 'The resource version, quoted: "<resourceVersion>"', schema: { type: "string" as const } } };
+export const ETagHeader = { ETag: { description: 'The resource version, quoted: "<resourceVersion>"', schema: { type: "string" as const, maxLength: 32, pattern: '^"[0-9]+"$' } } };
 
 export const base = { tags: ["Deployment requests"] };
 

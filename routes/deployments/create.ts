@@ -23,7 +23,7 @@ const route = createRoute({
   responses: {
     201: {
       description: "Created",
-      headers: { ...ETagHeader, Location: { description: "URL of the new deployment", schema: { type: "string" } } },
+      headers: { ...ETagHeader, Location: { description: "URL of the new deployment", schema: { type: "string", format: "uri-reference", maxLength: 2048 } } },
       content: { "application/json": { schema: DeploymentWritten } },
     },
     ...problems(...BODY_PROBLEMS, 409),

@@ -12,6 +12,7 @@ const route = createRoute({
   path: "/v1/deployments/{idOrName}",
   tags: ["Deployments"],
   summary: "Get a deployment by id or name",
+  description: "Returns the deployment's spec, labels and observed status, with its ETag for a later If-Match.",
   security: bearerSecurity,
   request: { params: DeploymentPathParams, query: ProjectScopeQuery },
   responses: {

@@ -42,6 +42,8 @@ const route = createRoute({
         .number()
         .int()
         .min(0)
+        .max(Number.MAX_SAFE_INTEGER)
+        .meta({ format: "int64" })
         .optional()
         .describe(
           "With watch: only changes after this version (else every current deployment first, as ADDED); " +

@@ -13,6 +13,7 @@ const route = createRoute({
   path: "/v1/deployments/{idOrName}",
   tags: ["Deployments"],
   summary: "Replace a deployment's spec and labels",
+  description: "Replaces the whole spec and labels (admission, quota and the custom-command rule apply as on create); If-Match makes it conditional.",
   security: bearerSecurity,
   request: {
     params: DeploymentPathParams,

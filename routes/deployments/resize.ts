@@ -29,7 +29,7 @@ const route = createRoute({
   responses: {
     202: {
       description: "Accepted: the spec has the new width and the Operation tracks the change",
-      headers: { Location: { description: "URL of the operation", schema: { type: "string" } } },
+      headers: { Location: { description: "URL of the operation", schema: { type: "string", format: "uri-reference", maxLength: 2048 } } },
       content: { "application/json": { schema: Operation } },
     },
     ...problems(...BODY_PROBLEMS, 404, 409, 412),

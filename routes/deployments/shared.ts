@@ -20,4 +20,4 @@ export const IfMatchHeaders = z.object({
   "if-match": z.string().max(256).optional().describe('Only apply if the ETag ("<resourceVersion>") still matches'),
 });
 
-export const ETagHeader = { ETag: { description: 'The resource version, quoted: "<resourceVersion>"', schema: { type: "string" as const } } };
+export const ETagHeader = { ETag: { description: 'The resource version, quoted: "<resourceVersion>"', schema: { type: "string" as const, maxLength: 32, pattern: '^"[0-9]+"$' } } };

@@ -12,8 +12,8 @@ import { EVENTS_CHANNEL } from "../../src/services/events/list-events.ts";
 const STREAM_BATCH = 100;
 
 const EventsQuery = z.object({
-  after: z.coerce.number().int().min(0).default(0).describe("Only events with a larger seq"),
-  limit: z.coerce.number().int().min(1).max(500).default(100).describe("Page size, 1–500"),
+  after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ format: "int64" }).default(0).describe("Only events with a larger seq"),
+  limit: z.coerce.number().int().min(1).max(500).meta({ format: "int32" }).default(100).describe("Page size, 1–500"),
   type: z
     .union([z.enum(EVENT_TYPES), z.array(z.enum(EVENT_TYPES)).max(EVENT_TYPES.length)])
     .optional()

@@ -20,7 +20,7 @@ const route = createRoute({
     "Fans new events out to endpoints and sends the deliveries that are due. For installations without a long-running " +
     "`berth serve` (serverless): call it from a cron. Safe to run beside other dispatchers.",
   security: bearerSecurity,
-  request: { query: z.object({ limit: z.coerce.number().int().min(1).max(500).optional().describe("Most deliveries to send") }) },
+  request: { query: z.object({ limit: z.coerce.number().int().min(1).max(500).meta({ format: "int32" }).optional().describe("Most deliveries to send") }) },
   responses: { 200: jsonContent(DispatchAnswer, "What the pass did"), ...problems(...AUTH_PROBLEMS) },
 });
 

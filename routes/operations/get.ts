@@ -12,6 +12,7 @@ const route = createRoute({
   method: "get",
   path: "/v1/operations/{id}",
   summary: "Get an operation (resize, retire, restart) with its phase, step and progress",
+  description: "Returns one operation with its phase, its step history and its progress; poll it, or follow operation.* events.",
   security: bearerSecurity,
   request: { params: OperationParams },
   responses: {

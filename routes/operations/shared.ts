@@ -18,6 +18,6 @@ export const OperationFilterQuery = ListQuery.extend({
     .describe("Only operations in this phase; repeat for several (phase=Pending&phase=Running)"),
 });
 
-export const ETagHeader = { ETag: { description: 'The resource version, quoted: "<resourceVersion>"', schema: { type: "string" as const } } };
+export const ETagHeader = { ETag: { description: 'The resource version, quoted: "<resourceVersion>"', schema: { type: "string" as const, maxLength: 32, pattern: '^"[0-9]+"$' } } };
 
 export const base = { tags: ["Operations"] };

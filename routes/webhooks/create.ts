@@ -20,7 +20,7 @@ const route = createRoute({
   responses: {
     201: {
       description: "Created",
-      headers: { ...ETagHeader, Location: { description: "URL of the new endpoint", schema: { type: "string" } } },
+      headers: { ...ETagHeader, Location: { description: "URL of the new endpoint", schema: { type: "string", format: "uri-reference", maxLength: 2048 } } },
       content: { "application/json": { schema: WebhookWithSecret } },
     },
     ...problems(...BODY_PROBLEMS),

@@ -10,6 +10,7 @@ const route = createRoute({
   method: "delete",
   path: "/v1/webhooks/{id}",
   summary: "Delete a webhook endpoint and its delivery log (admin)",
+  description: "Deletes the endpoint and its delivery log.",
   security: bearerSecurity,
   request: { params: WebhookParams },
   responses: { 204: { description: "Deleted" }, ...problems(...AUTH_PROBLEMS, 404) },

@@ -12,6 +12,7 @@ const route = createRoute({
   method: "get",
   path: "/v1/webhooks/{id}",
   summary: "Get a webhook endpoint",
+  description: "Returns one endpoint with its event types and health; the signing secret is never shown again.",
   security: bearerSecurity,
   request: { params: WebhookParams },
   responses: {

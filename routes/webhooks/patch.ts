@@ -13,6 +13,7 @@ const route = createRoute({
   method: "patch",
   path: "/v1/webhooks/{id}",
   summary: "Change a webhook endpoint (admin): URL, event types, description, enabled",
+  description: "A JSON merge patch of the URL, event types, description and enabled flag; re-enabling an endpoint resumes its pending deliveries.",
   security: bearerSecurity,
   request: { params: WebhookParams, headers: IfMatchHeaders, body: mergePatchBody(WebhookPatch, "Merge patch") },
   responses: {

@@ -24,6 +24,7 @@ import { RequestLimiter } from "../services/rate-limits/request-limiter.ts";
 import { errorForLog } from "../services/log-error.ts";
 import { NotificationHub } from "../services/notifications/notification-hub.ts";
 import { requireBearer, requireMetricsToken } from "./auth.ts";
+import { corsPolicy } from "./cors.ts";
 import { limitBody, requireJsonContentType } from "./body.ts";
 import { registerApiReference, type DocsAssets } from "./docs.ts";
 import type { AppDeps, AppEnv } from "./env.ts";
@@ -72,6 +73,9 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     }),
   );
   app.use("*", logRequests());
+  // Before auth and content-type checks: a browser's preflight carries neither.
+  const cors = corsPolicy(deps.config.corsOrigins);
+  if (cors) app.use("*", cors);
   if (metrics) {
     app.use("*", metrics.middleware);
     app.get("/metrics", requireMetricsToken(), metrics.handler);

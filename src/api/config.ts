@@ -4,6 +4,7 @@ import { z } from "zod";
 import { parseCidrList } from "../domain/client-address.ts";
 import { decodeSecretKey } from "../domain/secret-envelope.ts";
 import { DEFAULT_RETENTION_WINDOWS, MAX_RETENTION_HOURS } from "../domain/retention.ts";
+import { parseCorsOrigins } from "./cors.ts";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from "../domain/webhook-retry.ts";
 import { DEFAULT_RATE_LIMITS } from "../services/rate-limits/config.ts";
 
@@ -30,6 +31,17 @@ const retentionHours = z
   .transform((text) => (text === "never" ? null : Number(text)))
   .refine((hours) => hours === null || (hours >= 1 && hours <= MAX_RETENTION_HOURS), `hours (1–${MAX_RETENTION_HOURS}) or "never"`)
   .optional();
+/** A variable read by `parse`; what it throws becomes the variable's message. */
+function parsedWith<T>(parse: (text: string) => T, explain: (message: string) => string = (message) => message) {
+  return z.string().transform((text, ctx) => {
+    try {
+      return parse(text);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: explain((error as Error).message) });
+      return z.NEVER;
+    }
+  });
+}
 
 export const Config = z
   .object({
@@ -46,17 +58,7 @@ export const Config = z
     // How long a rotated agent credential keeps working beside its successor (docs/design.md §14.4).
     BERTH_AGENT_CREDENTIAL_OVERLAP_SECONDS: z.coerce.number().int().min(0).max(7 * 24 * 60 * 60).default(600),
     LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "silent"]).default("info"),
-    BERTH_WEBHOOK_RETRY_SCHEDULE: z
-      .string()
-      .transform((text, ctx) => {
-        try {
-          return parseRetrySchedule(text);
-        } catch (error) {
-          ctx.addIssue({ code: "custom", message: `comma-separated seconds: ${(error as Error).message}` });
-          return z.NEVER;
-        }
-      })
-      .optional(),
+    BERTH_WEBHOOK_RETRY_SCHEDULE: parsedWith(parseRetrySchedule, (message) => `comma-separated seconds: ${message}`).optional(),
     // How long a claimed delivery is this instance's before any instance may send it again (an
     // instance that dies mid-send holds its claims this long). Below the 10 s attempt timeout a
     // slow receiver may get a duplicate, which Standard Webhooks receivers deduplicate anyway.
@@ -110,6 +112,8 @@ export const Config = z
     BERTH_RETENTION_TOMBSTONES_HOURS: retentionHours,
     BERTH_RETENTION_DELIVERIES_HOURS: retentionHours,
     BERTH_RETENTION_OPERATIONS_HOURS: retentionHours,
+    // Exact origins a browser page may call the API from; unset = no CORS headers at all.
+    BERTH_CORS_ORIGINS: parsedWith(parseCorsOrigins).optional(),
   })
   .transform((env) => ({
     port: env.PORT,
@@ -151,6 +155,7 @@ export const Config = z
       deliveriesHours: pick(env.BERTH_RETENTION_DELIVERIES_HOURS, DEFAULT_RETENTION_WINDOWS.deliveriesHours),
       operationsHours: pick(env.BERTH_RETENTION_OPERATIONS_HOURS, DEFAULT_RETENTION_WINDOWS.operationsHours),
     },
+    corsOrigins: env.BERTH_CORS_ORIGINS ?? [],
   }));
 
 /** An unset window takes its default; "never" (null) is a choice, not an absence. */

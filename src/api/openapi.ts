@@ -1,13 +1,17 @@
 // The OpenAPI 3.1 document, generated from the zod schemas of every route and then
 // completed with openapi3-ts (security scheme, default security, and the `webhooks`
-// section: one entry per event type, its body built from EVENT_DATA); served at /openapi.json.
+// section: one entry per event type, its body built from EVENT_DATA), the tags, and the
+// headers every response can carry (rate limits, CORS); served at /openapi.json.
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import {
   OpenApiBuilder,
+  type HeaderObject,
   type OpenAPIObject,
   type OperationObject,
   type ParameterObject,
   type PathItemObject,
+  type ResponseObject,
+  type TagObject,
 } from "openapi3-ts/oas31";
 import { EVENT_DATA, EVENT_TYPES, type EventType } from "../domain/events.ts";
 import { webhookPayloadSchema } from "../domain/webhooks.ts";
@@ -35,11 +39,80 @@ export function buildOpenApiDocument(app: OpenAPIHono<AppEnv>): OpenAPIObject {
     description: "An API key (bp_…), the installation admin token, or an agent credential (ba_…)",
   });
   for (const type of EVENT_TYPES) builder.addWebhook(type, webhookPathItem(type));
+  for (const [name, header] of Object.entries(RESPONSE_HEADERS)) builder.addHeader(name, header);
   const document = builder.getSpec();
   document.security = BEARER;
+  document.tags = TAGS;
   declarePublicOperations(document);
   declareIdempotentPosts(document);
+  declareResponseHeaders(document);
   return document;
+}
+
+/** Every tag an operation uses, in the order the reference lists them. */
+export const TAGS: TagObject[] = [
+  { name: "Projects", description: "Tenants: a namespace per cluster, a GPU quota, and who may use the take-over tier." },
+  { name: "API keys", description: "Bearer keys (bp_…) with a role, installation-wide or bound to one project." },
+  { name: "Deployments", description: "Model deployments: the spec (intent), the status the agent observed, and their verbs." },
+  { name: "Clusters", description: "Kubernetes clusters an agent serves, and the join tokens that register agents." },
+  { name: "Agent", description: "The agent's protocol: desired state, status, heartbeats, events, operations and metrics." },
+  { name: "Events", description: "The event log, paged or streamed as server-sent events." },
+  { name: "Webhooks", description: "Signed deliveries of events to endpoints, their attempts and redeliveries." },
+  { name: "Webhook events", description: "The bodies berth POSTs to a webhook endpoint, one per event type." },
+  { name: "Deployment requests", description: "A model, a workload and SLA targets, planned into a deployment spec." },
+  { name: "Operations", description: "Long-running operations, and the probes that say the process serves." },
+  { name: "Catalog", description: "Models, GPUs and engines berth knows, with what each engine supports." },
+  { name: "Internal", description: "Background work an external scheduler may trigger (cron)." },
+];
+
+/**
+ * Header components, named as the headers themselves. The limiter sends the IETF
+ * RateLimit-Policy and RateLimit fields on every /v1 answer and Retry-After on a 429
+ * (https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/); the CORS
+ * middleware sends Access-Control-Allow-Origin only to an origin BERTH_CORS_ORIGINS lists.
+ */
+const RESPONSE_HEADERS: Record<string, HeaderObject> = {
+  "RateLimit-Policy": {
+    description: 'The quota policies that apply to this caller, as a structured-field list, e.g. `"default";q=600;w=60`.',
+    schema: { type: "string", maxLength: 1024, pattern: "^[\\x20-\\x7E]*$" },
+  },
+  RateLimit: {
+    description: 'What is left of each policy\'s quota, as a structured-field list, e.g. `"default";r=599;t=60` (r remaining, t seconds to reset).',
+    schema: { type: "string", maxLength: 1024, pattern: "^[\\x20-\\x7E]*$" },
+  },
+  "Retry-After": {
+    description: "Seconds to wait before trying again (RFC 9110 §10.2.3).",
+    schema: { type: "integer", format: "int32", minimum: 0, maximum: 86_400 },
+  },
+  "Access-Control-Allow-Origin": {
+    description: "The caller's Origin, echoed only when BERTH_CORS_ORIGINS lists it exactly; absent otherwise (no CORS by default).",
+    schema: { type: "string", maxLength: 2048, format: "uri" },
+  },
+};
+
+const headerRef = (name: keyof typeof RESPONSE_HEADERS) => ({ $ref: `#/components/headers/${name}` });
+
+/**
+ * Declares on each response the headers it can carry, so no route has to: CORS on every
+ * answer (the middleware runs before routing), the rate-limit fields on /v1's 2xx and 4xx
+ * answers (the limiter guards /v1 only; the probes are not limited), Retry-After on 429.
+ */
+function declareResponseHeaders(document: OpenAPIObject): void {
+  for (const [path, item] of Object.entries(document.paths ?? {}) as [string, PathItemObject][]) {
+    const limited = path.startsWith("/v1/");
+    for (const method of METHODS) {
+      const responses = item[method]?.responses as Record<string, ResponseObject> | undefined;
+      for (const [status, response] of Object.entries(responses ?? {})) {
+        const headers: Record<string, unknown> = { ...response.headers, "Access-Control-Allow-Origin": headerRef("Access-Control-Allow-Origin") };
+        if (limited && /^[24]/.test(status)) {
+          headers["RateLimit-Policy"] = headerRef("RateLimit-Policy");
+          headers.RateLimit = headerRef("RateLimit");
+        }
+        if (status === "429") headers["Retry-After"] = headerRef("Retry-After");
+        response.headers = headers as ResponseObject["headers"];
+      }
+    }
+  }
 }
 
 /**
@@ -98,13 +171,13 @@ function payloadComponent(type: EventType): string {
 }
 
 const SIGNATURE_HEADERS: ParameterObject[] = [
-  { name: "webhook-id", in: "header", required: true, schema: { type: "string" }, description: "The event id (evt_…): the same on every attempt, so deduplicate on it" },
-  { name: "webhook-timestamp", in: "header", required: true, schema: { type: "string" }, description: "Seconds since the epoch when this attempt was sent" },
+  { name: "webhook-id", in: "header", required: true, schema: { type: "string", maxLength: 64, pattern: "^evt_[A-Za-z0-9_-]+$" }, description: "The event id (evt_…): the same on every attempt, so deduplicate on it" },
+  { name: "webhook-timestamp", in: "header", required: true, schema: { type: "string", maxLength: 20, pattern: "^[0-9]+$" }, description: "Seconds since the epoch when this attempt was sent" },
   {
     name: "webhook-signature",
     in: "header",
     required: true,
-    schema: { type: "string" },
+    schema: { type: "string", maxLength: 1024, pattern: "^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$" },
     description:
       "Space-separated `v1,<base64 HMAC-SHA256 of id.timestamp.body>` signatures with the endpoint's secret " +
       "(and for 24 h after a rotation, also the previous one). Verify with any Standard Webhooks library.",

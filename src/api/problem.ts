@@ -3,6 +3,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { DomainError, InvalidRequest, MalformedBody, UnsupportedMediaType } from "../domain/errors.ts";
+import { PROBLEM_ERRORS_MAX } from "../domain/resources.ts";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 const PROBLEM_BASE = "https://berth.dev/problems/";
@@ -49,7 +50,8 @@ export function problemFromError(error: unknown, requestId: string): Problem {
       instance: requestId,
       ...error.extensions,
     };
-    if ("errors" in error && Array.isArray(error.errors)) problem.errors = error.errors;
+    // The document bounds errors[] (PROBLEM_ERRORS_MAX); the first ones name where to start.
+    if ("errors" in error && Array.isArray(error.errors)) problem.errors = error.errors.slice(0, PROBLEM_ERRORS_MAX);
     return problem;
   }
   if (error instanceof HTTPException) {

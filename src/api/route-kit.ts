@@ -15,6 +15,8 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   413: "Body larger than 1 MiB",
   415: "Content type not accepted",
   422: "Well-formed but refused by admission, or an Idempotency-Key reused for another request",
+  429: "Too many requests for this key or address; wait for Retry-After seconds",
+  500: "The server failed; the problem's instance is the request id to report",
 };
 
 export function problems(...codes: number[]) {
@@ -26,10 +28,13 @@ export function problems(...codes: number[]) {
   );
 }
 
-/** Problems any authenticated route can answer. */
-export const AUTH_PROBLEMS = [400, 401, 403] as const;
+/**
+ * Problems any authenticated route can answer: the rate limiter answers 429 and any route can
+ * fail with 500 before it knows anything else, so both come with the authentication ones.
+ */
+export const AUTH_PROBLEMS = [400, 401, 403, 429, 500] as const;
 /** Problems any route with a JSON body can answer on top of those. */
-export const BODY_PROBLEMS = [400, 401, 403, 413, 415, 422] as const;
+export const BODY_PROBLEMS = [...AUTH_PROBLEMS, 413, 415, 422] as const;
 
 export const bearerSecurity = [{ bearerAuth: [] }];
 

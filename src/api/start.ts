@@ -128,6 +128,7 @@ export async function prepareApi(config: Config, runtime: EntryRuntime): Promise
     metricsToken: config.metricsToken,
     authCacheSeconds: config.authCacheSeconds,
     agentCredentialOverlapSeconds: config.agentCredentialOverlapSeconds,
+    corsOrigins: config.corsOrigins,
     webhooks: {
       ...DEFAULT_APP_CONFIG.webhooks,
       retryScheduleSeconds: config.webhookRetrySchedule,

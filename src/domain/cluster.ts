@@ -3,13 +3,14 @@
 import { z } from "zod";
 import { Deployment } from "./deployment.ts";
 import { ScalingSignal, strictObject } from "./deployment-spec.ts";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 export const InventoryNode = strictObject({
   name: z.string().min(1).max(253),
   gpuType: z.string().max(64).optional().describe("e.g. nvidia-h100-80gb; absent on nodes without GPUs"),
-  gpuCapacity: z.number().int().min(0).max(4096),
-  gpuAllocatable: z.number().int().min(0).max(4096),
-  gpuFree: z.number().int().min(0).max(4096).describe("Allocatable GPUs no pod holds"),
+  gpuCapacity: boundedInt(0, 4096),
+  gpuAllocatable: boundedInt(0, 4096),
+  gpuFree: boundedInt(0, 4096).describe("Allocatable GPUs no pod holds"),
 }).meta({ id: "InventoryNode" });
 
 export const Inventory = strictObject({
@@ -32,33 +33,33 @@ export const ClusterPhase = z.enum(["Pending", "Connected", "Disconnected"]);
 
 export const Cluster = z
   .object({
-    id: z.string(),
-    name: z.string(),
+    id: id(),
+    name: z.string().max(LIMITS.name),
     status: z.object({
       phase: ClusterPhase.describe("Pending until the first heartbeat; Disconnected after 30 s without one"),
-      lastHeartbeatAt: z.string().nullable(),
-      agentVersion: z.string().nullable(),
+      lastHeartbeatAt: timestamp().nullable(),
+      agentVersion: z.string().max(LIMITS.text).nullable(),
     }),
     inventory: Inventory.nullable().describe("The last inventory the agent reported; null until then"),
-    resourceVersion: z.number().int(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    resourceVersion: counter(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
   })
   .meta({ id: "Cluster" });
 export type Cluster = z.infer<typeof Cluster>;
 
 export const DesiredState = z
   .object({
-    resourceVersion: z.number().int().describe("Pass as ?since= on the next call"),
+    resourceVersion: counter().describe("Pass as ?since= on the next call"),
     items: z.array(
       z.object({
         deployment: Deployment,
-        projectName: z.string().describe("The deployment's project name; its namespace is `berth-<projectName>`"),
+        projectName: z.string().max(LIMITS.text).describe("The deployment's project name; its namespace is `berth-<projectName>`"),
         deleting: z.boolean().describe("A user asked to delete it: remove every object, then confirm"),
       }),
     ),
     deleted: z
-      .array(z.object({ id: z.string(), name: z.string(), projectId: z.string(), resourceVersion: z.number().int() }))
+      .array(z.object({ id: z.string().max(LIMITS.id), name: z.string().max(LIMITS.name), projectId: z.string().max(LIMITS.id), resourceVersion: counter() }))
       .describe("Deployments removed since `since` (tombstones)"),
   })
   .meta({ id: "DesiredState" });
@@ -71,7 +72,7 @@ export const AgentEvent = strictObject({
   type: z.enum(AGENT_EVENT_TYPES),
   deploymentId: z.string().max(64),
   data: z
-    .record(z.string(), z.unknown())
+    .record(z.string().max(LIMITS.text), z.unknown())
     .default({})
     .describe("At most 16 KiB as JSON, nested at most 8 levels, 512 keys in all; no `__proto__`, `constructor` or `prototype` keys."),
 }).meta({ id: "AgentEvent" });
@@ -83,8 +84,8 @@ export type AgentEvent = z.infer<typeof AgentEvent>;
  */
 export const AgentScaledData = strictObject({
   role: z.string().min(1).max(63).describe("A role of the deployment."),
-  from: z.number().int().min(0).max(1_000_000).describe("Replicas now."),
-  to: z.number().int().min(0).max(1_000_000).describe("Replicas recommended."),
+  from: boundedInt(0, 1_000_000).describe("Replicas now."),
+  to: boundedInt(0, 1_000_000).describe("Replicas recommended."),
   mode: z.enum(["shadow", "active"]).describe("Must be shadow here: active changes are recorded by the replicas PATCH."),
   reason: z.string().min(1).max(128).describe("Why, as a CamelCase word, e.g. `QueueDepth`."),
   message: z.string().max(4096).describe("Why, in words.").optional(),

@@ -5,6 +5,8 @@ import { z } from "zod";
 import { DeploymentSpecInput, GpuType, isDns1035Label, strictObject } from "./deployment-spec.ts";
 import { isId } from "./ids.ts";
 import { HfArchitectureInput } from "./model-catalog.ts";
+import { MAX_CANDIDATES } from "./planner.ts";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 const ms = (what: string) => z.number().positive().max(3_600_000).describe(what);
 
@@ -14,10 +16,10 @@ export const RequestModel = strictObject({
 });
 
 export const Workload = strictObject({
-  inputTokens: z.number().int().min(1).max(1_048_576).default(4000).describe("Prompt tokens per request; defaults to 4000."),
-  outputTokens: z.number().int().min(1).max(1_048_576).default(1000).describe("Generated tokens per request; defaults to 1000."),
+  inputTokens: boundedInt(1, 1_048_576).default(4000).describe("Prompt tokens per request; defaults to 4000."),
+  outputTokens: boundedInt(1, 1_048_576).default(1000).describe("Generated tokens per request; defaults to 1000."),
   requestsPerSecond: z.number().positive().max(1_000_000).optional().describe("Arrival rate to serve within the SLA."),
-  concurrency: z.number().int().min(1).max(10_000_000).optional().describe("Requests in flight to serve within the SLA."),
+  concurrency: boundedInt(1, 10_000_000).optional().describe("Requests in flight to serve within the SLA."),
 });
 export type Workload = z.infer<typeof Workload>;
 
@@ -35,9 +37,9 @@ export const Sla = z
 export type Sla = z.infer<typeof Sla>;
 
 export const Hardware = strictObject({
-  clusterId: z.string().refine((v) => isId("cluster", v), { error: "must be a cluster id (clu_…)" }).optional().describe("Plan against this cluster's free inventory."),
+  clusterId: z.string().max(LIMITS.id).refine((v) => isId("cluster", v), { error: "must be a cluster id (clu_…)" }).optional().describe("Plan against this cluster's free inventory."),
   gpuType: GpuType.optional().describe("Only this GPU type; absent means every type available."),
-  maxGpus: z.number().int().min(1).max(100_000).optional().describe("Most GPUs the deployment may use."),
+  maxGpus: boundedInt(1, 100_000).optional().describe("Most GPUs the deployment may use."),
 });
 export type Hardware = z.infer<typeof Hardware>;
 
@@ -48,7 +50,7 @@ export const RequestOverrides = strictObject({
 
 export const DeploymentRequestInput = strictObject({
   name: z.string().min(1).max(63).refine(isDns1035Label, { error: "must be a DNS-1035 label" }).describe("Name of the request, and of the deployment it generates."),
-  projectId: z.string().optional().describe("Project; implied by a project-bound key."),
+  projectId: z.string().max(LIMITS.id).optional().describe("Project; implied by a project-bound key."),
   model: RequestModel,
   engine: z.enum(["auto", "vllm", "sglang"]).default("auto").describe("Engine to plan for; `auto` tries both."),
   workload: Workload.default({ inputTokens: 4000, outputTokens: 1000 }),
@@ -69,11 +71,11 @@ export const ShapeSummary = z
     engine: z.enum(["vllm", "sglang"]),
     gpuType: GpuType,
     mode: z.enum(["aggregated", "disaggregated"]),
-    tensor: z.number().int().describe("TP of the server role, or of the decode role when disaggregated."),
-    pipeline: z.number().int(),
-    prefillTensor: z.number().int().optional().describe("TP of the prefill role (disaggregated)."),
-    replicas: z.number().int().optional().describe("Server (or decode) replicas, once sized."),
-    prefillReplicas: z.number().int().optional(),
+    tensor: counter().describe("TP of the server role, or of the decode role when disaggregated."),
+    pipeline: counter(),
+    prefillTensor: counter().optional().describe("TP of the prefill role (disaggregated)."),
+    replicas: counter().optional().describe("Server (or decode) replicas, once sized."),
+    prefillReplicas: counter().optional(),
   })
   .meta({ id: "PlanShape" });
 export type ShapeSummary = z.infer<typeof ShapeSummary>;
@@ -92,29 +94,29 @@ export type Prediction = z.infer<typeof Prediction>;
 // ---------------------------------------------------------------------------------------------
 // The stored resource: the defaulted request (immutable once planning started) and its status.
 
-const PlanRejection = z.object({ shape: ShapeSummary, reason: z.string() }).meta({ id: "PlanRejection" });
+const PlanRejection = z.object({ shape: ShapeSummary, reason: z.string().max(LIMITS.text) }).meta({ id: "PlanRejection" });
 
 export const PlanCandidate = z
   .object({
-    rank: z.number().int().describe("1 is the best."),
-    gpus: z.number().int().describe("GPUs the whole deployment holds."),
+    rank: counter().describe("1 is the best."),
+    gpus: counter().describe("GPUs the whole deployment holds."),
     shape: ShapeSummary,
     spec: DeploymentSpecInput.describe("The generated deployment spec; apply creates exactly this."),
     predicted: Prediction,
     headroom: z.number().describe("Smallest relative margin under the SLA bounds at the operating point (0.2 = 20% to spare)."),
-    why: z.string().describe("Why this shape ranks where it does."),
+    why: z.string().max(LIMITS.text).describe("Why this shape ranks where it does."),
   })
   .meta({ id: "PlanCandidate" });
 
 export const PlanBaseline = z
   .object({
-    label: z.string(),
+    label: z.string().max(LIMITS.name),
     shape: ShapeSummary,
     fits: z.boolean().describe("Whether the fallback's TP holds 1.5 × the weights within one node."),
-    gpus: z.number().int(),
+    gpus: counter(),
     meetsSla: z.boolean(),
     predicted: Prediction.optional(),
-    why: z.string(),
+    why: z.string().max(LIMITS.text),
   })
   .describe("Dynamo's memory-fit fallback, priced by berth's model for comparison.")
   .meta({ id: "PlanBaseline" });
@@ -125,47 +127,47 @@ export type RequestPhase = (typeof REQUEST_PHASES)[number];
 export const DeploymentRequestStatus = z
   .object({
     phase: z.enum(REQUEST_PHASES).describe("Planning → Ready (candidates computed) → Deploying → Deployed (the deployment exists), or Failed."),
-    reason: z.string().optional().describe("Why it failed."),
+    reason: z.string().max(LIMITS.text).optional().describe("Why it failed."),
     model: z.object({
-      id: z.string(),
+      id: z.string().max(LIMITS.name),
       from: z.enum(["catalog", "architecture"]),
       totalParamsB: z.number(),
       activeParamsB: z.number(),
-      attention: z.string(),
+      attention: z.string().max(LIMITS.name),
       weightGiB: z.number(),
     }),
-    candidates: z.array(PlanCandidate).describe("Feasible shapes, best first (at most 20)."),
-    moreCandidates: z.number().int().describe("Feasible shapes not listed."),
+    candidates: z.array(PlanCandidate).max(MAX_CANDIDATES).describe("Feasible shapes, best first (at most 20)."),
+    moreCandidates: counter().describe("Feasible shapes not listed."),
     rejected: z.array(PlanRejection).describe("Shapes that were evaluated and refused, with the reason."),
     closest: z
-      .object({ shape: ShapeSummary, shortfall: z.string(), predicted: Prediction.optional() })
+      .object({ shape: ShapeSummary, shortfall: z.string().max(LIMITS.text), predicted: Prediction.optional() })
       .optional()
       .describe("On Failed: the shape nearest to feasible and what it lacks."),
     baseline: PlanBaseline,
-    searched: z.number().int().describe("Shapes evaluated."),
-    selected: z.number().int().optional().describe("Rank of the applied candidate."),
-    deploymentId: z.string().optional().describe("The deployment apply created (dep_…)."),
-    plannedAt: z.string().describe("When planning finished."),
+    searched: counter().describe("Shapes evaluated."),
+    selected: counter().optional().describe("Rank of the applied candidate."),
+    deploymentId: z.string().max(LIMITS.id).optional().describe("The deployment apply created (dep_…)."),
+    plannedAt: timestamp().describe("When planning finished."),
   })
   .meta({ id: "DeploymentRequestStatus" });
 export type DeploymentRequestStatus = z.infer<typeof DeploymentRequestStatus>;
 
 export const DeploymentRequestResource = z
   .object({
-    id: z.string().describe("dreq_…"),
-    name: z.string(),
-    projectId: z.string(),
+    id: id().describe("dreq_…"),
+    name: z.string().max(LIMITS.name),
+    projectId: z.string().max(LIMITS.id),
     spec: DeploymentRequestInput.describe("The request with its defaults; immutable."),
     status: DeploymentRequestStatus,
-    resourceVersion: z.number().int(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    resourceVersion: counter(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
   })
   .meta({ id: "DeploymentRequest" });
 export type DeploymentRequestResource = z.infer<typeof DeploymentRequestResource>;
 
 export const ApplyRequest = strictObject({
-  candidate: z.number().int().min(1).max(1000).optional().describe("Rank of the candidate to deploy; defaults to 1."),
+  candidate: boundedInt(1, 1000).optional().describe("Rank of the candidate to deploy; defaults to 1."),
 }).meta({ id: "ApplyDeploymentRequest" });
 export type ApplyRequest = z.infer<typeof ApplyRequest>;
 

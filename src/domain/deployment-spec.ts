@@ -5,6 +5,7 @@ import { GPU_TYPES } from "./gpu-profiles.ts";
 import { z } from "zod";
 import type { FieldError } from "./errors.ts";
 import { isId } from "./ids.ts";
+import { LIMITS, boundedInt, timestamp } from "./limits.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Names and small shared shapes
@@ -91,11 +92,12 @@ export type DeploymentName = z.infer<typeof DeploymentName>;
 
 export const DeploymentLabels = z
   .record(
-    z.string().refine(isLabelKey, {
+    // The refinements enforce the lengths (and say so in one message); meta declares them.
+    z.string().meta({ maxLength: LIMITS.labelKey }).refine(isLabelKey, {
       error:
         "must be a Kubernetes label key: an optional DNS-subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit",
     }),
-    z.string().refine(isLabelValue, {
+    z.string().meta({ maxLength: LIMITS.labelValue }).refine(isLabelValue, {
       error:
         "must be a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit",
     }),
@@ -103,6 +105,7 @@ export const DeploymentLabels = z
   .refine((labels) => Object.keys(labels).length <= 64, {
     error: "must have at most 64 labels; remove some",
   })
+  .meta({ maxProperties: LIMITS.mapEntries })
   .describe("Free-form labels for selection and grouping, with Kubernetes label syntax; at most 64.")
   .meta({ id: "DeploymentLabels" });
 export type DeploymentLabels = z.infer<typeof DeploymentLabels>;
@@ -121,7 +124,7 @@ const quantity = (what: string) =>
     .regex(QUANTITY, { error: "must be a Kubernetes quantity such as 8, 500m, 64Gi or 16G" })
     .describe(`${what} as a Kubernetes quantity (e.g. \`8\`, \`500m\`, \`64Gi\`).`);
 
-const count = (min: number, max: number) => z.number().int().min(min).max(max);
+const count = (min: number, max: number) => boundedInt(min, max);
 
 // ---------------------------------------------------------------------------------------------
 // Model, engine, router, KV transfer
@@ -354,6 +357,7 @@ export const Scaling = ScalingInput.extend({
 
 const clusterId = z
   .string()
+  .max(LIMITS.id)
   .refine((value) => isId("cluster", value), { error: "must be a cluster id (clu_…)" })
   .describe("Cluster the deployment runs in; optional while only one cluster exists.");
 
@@ -539,7 +543,7 @@ export const Condition = strictObject({
     .describe("Machine-readable cause in CamelCase, e.g. `InsufficientGPU`, `WeightsLoading`."),
   message: z.string().max(32768).describe("Human-readable detail: what is wrong and what is needed."),
   observedGeneration: count(0, Number.MAX_SAFE_INTEGER).describe("Spec generation this condition was computed from.").optional(),
-  lastTransitionTime: z.iso.datetime({ offset: true }).describe("When `status` last changed."),
+  lastTransitionTime: timestamp().describe("When `status` last changed."),
 }).meta({ id: "Condition" });
 export type Condition = z.infer<typeof Condition>;
 
@@ -581,7 +585,7 @@ export const ScalingSignal = strictObject({
   name: z.string().min(1).max(128).describe("e.g. `requests_running`, `requests_waiting`, `ttft_p90`."),
   value: z.number().finite().describe("The aggregate the decision used."),
   unit: z.string().min(1).max(32).describe("e.g. `requests`, `ms`."),
-  observedAt: z.iso.datetime({ offset: true }).describe("When it was read."),
+  observedAt: timestamp().describe("When it was read."),
 }).meta({ id: "ScalingSignal" });
 export type ScalingSignal = z.infer<typeof ScalingSignal>;
 
@@ -609,7 +613,7 @@ export type ScalingRoleStatus = z.infer<typeof ScalingRoleStatus>;
 export const ScalingStatus = strictObject({
   mode: z.enum(SCALING_MODES).describe("The mode the autoscaler ran in: `shadow` only recommends, `active` applies."),
   roles: z.array(ScalingRoleStatus).max(16).describe("Per scaled role: current and recommended replicas and why."),
-  lastScaleAt: z.iso.datetime({ offset: true }).describe("When the autoscaler last changed replicas.").optional(),
+  lastScaleAt: timestamp().describe("When the autoscaler last changed replicas.").optional(),
 })
   .describe("The autoscaler's latest evaluation (written by the agent with the status).")
   .meta({ id: "ScalingStatus" });

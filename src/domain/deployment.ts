@@ -9,6 +9,7 @@ import {
   DeploymentStatus,
   strictObject,
 } from "./deployment-spec.ts";
+import { LIMITS, counter, id, timestamp } from "./limits.ts";
 
 const ProjectIdField = z
   .string()
@@ -53,14 +54,14 @@ function nestingDepth(value: unknown): number {
 /** A merge patch: only its outer shape is checked here; the merged spec is validated in full. */
 export const DeploymentPatch = strictObject({
     spec: z
-      .record(z.string(), z.unknown())
+      .record(z.string().max(LIMITS.text), z.unknown())
       .refine((patch) => nestingDepth(patch) <= MAX_PATCH_DEPTH, {
         error: `is nested more than ${MAX_PATCH_DEPTH} levels deep; no spec field lies that deep`,
       })
       .optional()
       .describe("RFC 7396 merge patch applied to the stored (defaulted) spec"),
     labels: z
-      .record(z.string(), z.string().nullable())
+      .record(z.string().max(LIMITS.text), z.string().max(LIMITS.text).nullable())
       .optional()
       .describe("RFC 7396 merge patch on labels; null removes a label"),
   })
@@ -69,14 +70,14 @@ export type DeploymentPatch = z.infer<typeof DeploymentPatch>;
 
 export const Deployment = z
   .object({
-    id: z.string().describe("dep_…"),
-    name: z.string(),
-    projectId: z.string(),
-    labels: z.record(z.string(), z.string()),
-    generation: z.number().int().describe("Increases on every spec change"),
-    resourceVersion: z.number().int().describe("Increases on every change, spec or status; the ETag"),
-    createdAt: z.string().datetime(),
-    updatedAt: z.string().datetime(),
+    id: id().describe("dep_…"),
+    name: z.string().max(LIMITS.name),
+    projectId: z.string().max(LIMITS.id),
+    labels: z.record(z.string().max(LIMITS.text), z.string().max(LIMITS.text)),
+    generation: counter().describe("Increases on every spec change"),
+    resourceVersion: counter().describe("Increases on every change, spec or status; the ETag"),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
     spec: DeploymentSpec,
     status: DeploymentStatus,
   })
@@ -84,7 +85,8 @@ export const Deployment = z
 export type Deployment = z.infer<typeof Deployment>;
 
 export const AdmissionWarnings = z
-  .array(z.string())
+  .array(z.string().max(LIMITS.text))
+  .max(LIMITS.mapEntries)
   .describe("Admitted with reservations (an image tag naming no release, a known engine failure the spec matches); also sent as `Warning: 299` headers. Absent when there are none.");
 
 export const DeploymentWritten = Deployment.extend({ warnings: AdmissionWarnings.optional() }).meta({ id: "DeploymentWritten" });

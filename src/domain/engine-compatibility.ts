@@ -5,6 +5,7 @@
 import { z } from "zod";
 import type { DeploymentSpec, EngineName, Role } from "./deployment-spec.ts";
 import { EngineName as EngineNameSchema } from "./deployment-spec.ts";
+import { LIMITS } from "./limits.ts";
 
 export const ENGINE_FEATURES = [
   "pd-nixl",
@@ -22,17 +23,17 @@ export const ENGINE_FEATURES = [
 export const EngineFeature = z.enum(ENGINE_FEATURES).describe("A feature berth renders (or reads from extraArgs) that needs engine support.");
 export type EngineFeature = z.infer<typeof EngineFeature>;
 
-const ReleaseText = z.string().regex(/^\d+(\.\d+){1,3}$/).describe("An engine release, e.g. `0.9.0`.");
+const ReleaseText = z.string().max(LIMITS.text).regex(/^\d+(\.\d+){1,3}$/).describe("An engine release, e.g. `0.9.0`.");
 
 export const FeatureSupport = z
   .object({
     feature: EngineFeature,
-    summary: z.string().describe("What the feature is, in berth's words."),
-    flags: z.array(z.string()).describe("The engine flags (or spec shape) that use it: what berth renders, or what extraArgs carry."),
+    summary: z.string().max(LIMITS.text).describe("What the feature is, in berth's words."),
+    flags: z.array(z.string().max(LIMITS.name)).max(LIMITS.mapEntries).describe("The engine flags (or spec shape) that use it: what berth renders, or what extraArgs carry."),
     renderedByBerth: z.boolean().describe("true when berth renders these flags from the spec; false when only a user's extraArgs carry them."),
     minimum: z.union([ReleaseText, z.literal("unknown")]).describe("First release with the feature; `unknown` where no source establishes it (admission then does not gate on it)."),
     absentIn: ReleaseText.optional().describe("A release known to lack the feature: this release and older ones are refused even while `minimum` is unknown."),
-    source: z.string().describe("Release notes, pull request or source file the release facts come from."),
+    source: z.string().max(LIMITS.text).describe("Release notes, pull request or source file the release facts come from."),
   })
   .meta({ id: "EngineFeatureSupport" });
 export type FeatureSupport = z.infer<typeof FeatureSupport>;
@@ -43,25 +44,25 @@ export const TransportSupport = z
     connector: z.enum(["nixl", "mooncake"]).describe("`spec.kvTransfer.connector`."),
     protocol: z.enum(["tcp", "rdma"]).describe("`spec.kvTransfer.protocol`."),
     status: z.enum(TRANSPORT_STATUSES).describe("What has been observed: blocks actually moved (`works`), or not."),
-    note: z.string(),
-    source: z.string(),
+    note: z.string().max(LIMITS.text),
+    source: z.string().max(LIMITS.text),
   })
   .meta({ id: "EngineTransportSupport" });
 export type TransportSupport = z.infer<typeof TransportSupport>;
 
 export const KnownFailure = z
   .object({
-    id: z.string().describe("Stable id of the failure."),
-    summary: z.string().describe("What goes wrong."),
-    appliesTo: z.string().describe("Which specs it matches (admission warns on those)."),
+    id: z.string().max(LIMITS.id).describe("Stable id of the failure."),
+    summary: z.string().max(LIMITS.text).describe("What goes wrong."),
+    appliesTo: z.string().max(LIMITS.text).describe("Which specs it matches (admission warns on those)."),
     releases: z
       .object({
         from: ReleaseText.optional().describe("First release affected, inclusive."),
         after: ReleaseText.optional().describe("Releases strictly after this one may be affected."),
       })
       .describe("Releases affected; an unreadable image tag is treated as possibly affected."),
-    workaround: z.string(),
-    source: z.string(),
+    workaround: z.string().max(LIMITS.text),
+    source: z.string().max(LIMITS.text),
   })
   .meta({ id: "EngineKnownFailure" });
 export type KnownFailure = z.infer<typeof KnownFailure>;
@@ -69,10 +70,10 @@ export type KnownFailure = z.infer<typeof KnownFailure>;
 export const EngineCompatibility = z
   .object({
     engine: EngineNameSchema,
-    officialRepositories: z.array(z.string()).describe("Image repositories whose tags are read as releases (any registry or mirror in front)."),
-    features: z.array(FeatureSupport),
-    transports: z.array(TransportSupport),
-    knownFailures: z.array(KnownFailure),
+    officialRepositories: z.array(z.string().max(LIMITS.name)).max(LIMITS.mapEntries).describe("Image repositories whose tags are read as releases (any registry or mirror in front)."),
+    features: z.array(FeatureSupport).max(LIMITS.page),
+    transports: z.array(TransportSupport).max(LIMITS.page),
+    knownFailures: z.array(KnownFailure).max(LIMITS.page),
   })
   .meta({ id: "EngineCompatibility" });
 export type EngineCompatibility = z.infer<typeof EngineCompatibility>;

@@ -2,6 +2,7 @@
 // shares, and the payload of each type. These schemas also describe the OpenAPI
 // `webhooks` section, so a receiver can generate types for what it is sent.
 import { z } from "zod";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 export const EVENT_TYPES = [
   "deployment.created",
@@ -35,19 +36,19 @@ export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((type) => type !== "w
 export const Actor = z
   .object({
     kind: z.enum(["user", "agent", "autoscaler", "system"]).describe("Who made the change"),
-    keyId: z.string().optional().describe("The API key (user) or agent credential (agent) used"),
+    keyId: z.string().max(LIMITS.id).optional().describe("The API key (user) or agent credential (agent) used"),
   })
   .meta({ id: "Actor" });
 export type Actor = z.infer<typeof Actor>;
 
 export const DeploymentSummary = z
   .object({
-    id: z.string(),
-    name: z.string(),
-    projectId: z.string(),
-    generation: z.number().int(),
-    resourceVersion: z.number().int(),
-    phase: z.string(),
+    id: id(),
+    name: z.string().max(LIMITS.name),
+    projectId: z.string().max(LIMITS.id),
+    generation: counter(),
+    resourceVersion: counter(),
+    phase: z.string().max(LIMITS.name),
   })
   .meta({ id: "DeploymentSummary" });
 export type DeploymentSummary = z.infer<typeof DeploymentSummary>;
@@ -69,18 +70,18 @@ export const DeploymentLifecycleData = z
 export const DeploymentPhaseData = z
   .object({
     deployment: DeploymentSummary,
-    previousPhase: z.string(),
-    message: z.string().optional().describe("Why, as the agent reported it"),
+    previousPhase: z.string().max(LIMITS.text),
+    message: z.string().max(LIMITS.text).optional().describe("Why, as the agent reported it"),
   })
   .meta({ id: "DeploymentPhaseData" });
 
 export const DeploymentRequestSummary = z
   .object({
-    id: z.string().describe("dreq_…"),
-    name: z.string(),
-    projectId: z.string(),
-    phase: z.string(),
-    resourceVersion: z.number().int(),
+    id: id().describe("dreq_…"),
+    name: z.string().max(LIMITS.name),
+    projectId: z.string().max(LIMITS.id),
+    phase: z.string().max(LIMITS.name),
+    resourceVersion: counter(),
   })
   .meta({ id: "DeploymentRequestSummary" });
 export type DeploymentRequestSummary = z.infer<typeof DeploymentRequestSummary>;
@@ -88,8 +89,8 @@ export type DeploymentRequestSummary = z.infer<typeof DeploymentRequestSummary>;
 export const RequestReadyData = z
   .object({
     request: DeploymentRequestSummary,
-    candidates: z.number().int().describe("Feasible shapes found"),
-    best: z.object({ gpus: z.number().int(), why: z.string() }).describe("The first candidate"),
+    candidates: counter().describe("Feasible shapes found"),
+    best: z.object({ gpus: counter(), why: z.string().max(LIMITS.text) }).describe("The first candidate"),
     actor: Actor,
   })
   .meta({ id: "RequestReadyData" });
@@ -97,8 +98,8 @@ export const RequestReadyData = z
 export const RequestFailedData = z
   .object({
     request: DeploymentRequestSummary,
-    reason: z.string(),
-    closest: z.object({ shortfall: z.string() }).optional().describe("The nearest shape's shortfall"),
+    reason: z.string().max(LIMITS.text),
+    closest: z.object({ shortfall: z.string().max(LIMITS.text) }).optional().describe("The nearest shape's shortfall"),
     actor: Actor,
   })
   .meta({ id: "RequestFailedData" });
@@ -106,17 +107,17 @@ export const RequestFailedData = z
 export const RequestDeployedData = z
   .object({
     request: DeploymentRequestSummary,
-    deploymentId: z.string(),
-    candidate: z.number().int().describe("Rank of the applied candidate"),
+    deploymentId: z.string().max(LIMITS.id),
+    candidate: counter().describe("Rank of the applied candidate"),
     actor: Actor,
   })
   .meta({ id: "RequestDeployedData" });
 
 export const WebhookRef = z
   .object({
-    id: z.string().describe("whk_…"),
-    url: z.string(),
-    projectId: z.string().optional().describe("Absent for an installation-wide endpoint"),
+    id: id().describe("whk_…"),
+    url: z.string().max(LIMITS.url),
+    projectId: z.string().max(LIMITS.id).optional().describe("Absent for an installation-wide endpoint"),
   })
   .meta({ id: "WebhookRef" });
 
@@ -124,26 +125,26 @@ export const WebhookDisabledData = z
   .object({
     webhook: WebhookRef,
     reason: z.enum(["gone", "failing"]).describe("gone: the receiver answered 410; failing: every attempt failed for 3 days"),
-    failingSince: z.string().datetime().optional(),
+    failingSince: timestamp().optional(),
     lastAttempt: z
-      .object({ statusCode: z.number().int().optional(), error: z.string().optional() })
+      .object({ statusCode: boundedInt(100, 599).optional(), error: z.string().max(LIMITS.text).optional() })
       .describe("The attempt that disabled it"),
   })
   .meta({ id: "WebhookDisabledData" });
 
 export const WebhookTestData = z
-  .object({ webhook: WebhookRef, message: z.string() })
+  .object({ webhook: WebhookRef, message: z.string().max(LIMITS.text) })
   .meta({ id: "WebhookTestData" });
 
 export const OperationSummary = z
   .object({
-    id: z.string().describe("op_…"),
+    id: id().describe("op_…"),
     kind: z.enum(["retire", "resize", "restart"]),
-    deploymentId: z.string(),
-    role: z.string(),
-    replica: z.number().int().optional(),
-    phase: z.string(),
-    step: z.string(),
+    deploymentId: z.string().max(LIMITS.id),
+    role: z.string().max(LIMITS.name),
+    replica: counter().optional(),
+    phase: z.string().max(LIMITS.name),
+    step: z.string().max(LIMITS.text),
   })
   .meta({ id: "OperationSummary" });
 export type OperationSummary = z.infer<typeof OperationSummary>;
@@ -154,37 +155,37 @@ export const OperationEventData = z
     deployment: DeploymentSummary,
     actor: Actor,
     phase: z.enum(["Failed", "Aborted"]).optional().describe("operation.failed only: how it ended"),
-    params: z.record(z.string(), z.unknown()).optional(),
-    result: z.record(z.string(), z.unknown()).optional().describe("operation.succeeded: what it achieved"),
-    error: z.object({ reason: z.string(), message: z.string() }).optional().describe("operation.failed: why"),
+    params: z.record(z.string().max(LIMITS.text), z.unknown()).optional(),
+    result: z.record(z.string().max(LIMITS.text), z.unknown()).optional().describe("operation.succeeded: what it achieved"),
+    error: z.object({ reason: z.string().max(LIMITS.text), message: z.string().max(LIMITS.text) }).optional().describe("operation.failed: why"),
   })
   .meta({ id: "OperationEventData" });
 
 export const ReplicaRetirementData = z
   .object({
     deployment: DeploymentSummary,
-    role: z.string(),
-    replica: z.number().int().optional().describe("The replica index"),
-    operationId: z.string().optional().describe("The retire operation (absent when an agent reported it without one)"),
+    role: z.string().max(LIMITS.name),
+    replica: counter().optional().describe("The replica index"),
+    operationId: z.string().max(LIMITS.id).optional().describe("The retire operation (absent when an agent reported it without one)"),
     actor: Actor,
   })
   .meta({ id: "ReplicaRetirementData" });
 
 export const ScaledSignal = z
-  .object({ name: z.string(), value: z.number(), unit: z.string(), observedAt: z.string() })
+  .object({ name: z.string().max(LIMITS.name), value: z.number(), unit: z.string().max(LIMITS.name), observedAt: timestamp() })
   .meta({ id: "ScaledSignal" });
 
 export const DeploymentScaledData = z
   .object({
     deployment: DeploymentSummary,
     actor: Actor.describe("autoscaler for an applied change (the replicas PATCH), agent for a shadow recommendation"),
-    role: z.string(),
-    from: z.number().int().describe("Replicas before (shadow: the current replicas)"),
-    to: z.number().int().describe("Replicas after (shadow: the recommendation, not applied)"),
+    role: z.string().max(LIMITS.name),
+    from: counter().describe("Replicas before (shadow: the current replicas)"),
+    to: counter().describe("Replicas after (shadow: the recommendation, not applied)"),
     mode: z.enum(["shadow", "active"]).describe("active: the autoscaler changed the spec; shadow: it only recommended"),
-    reason: z.string().describe("Why, as a CamelCase word, e.g. QueueDepth"),
-    message: z.string().optional().describe("Why, in words"),
-    signals: z.array(ScaledSignal).describe("What the decision rested on"),
+    reason: z.string().max(LIMITS.text).describe("Why, as a CamelCase word, e.g. QueueDepth"),
+    message: z.string().max(LIMITS.text).optional().describe("Why, in words"),
+    signals: z.array(ScaledSignal).max(64).describe("What the decision rested on"),
   })
   .meta({ id: "DeploymentScaledData" });
 
@@ -197,15 +198,15 @@ export const EVENT_DATA: Record<EventType, z.ZodType> = {
   "deployment.degraded": DeploymentPhaseData,
   "deployment.failed": DeploymentPhaseData,
   "deployment.scaled": DeploymentScaledData,
-  "deployment.resized": z.record(z.string(), z.unknown()),
+  "deployment.resized": z.record(z.string().max(LIMITS.text), z.unknown()),
   "replica.retiring": ReplicaRetirementData,
   "replica.retired": ReplicaRetirementData,
   "operation.started": OperationEventData,
   "operation.succeeded": OperationEventData,
   "operation.failed": OperationEventData,
-  "cluster.connected": z.record(z.string(), z.unknown()),
-  "cluster.disconnected": z.record(z.string(), z.unknown()),
-  "cluster.deleted": z.record(z.string(), z.unknown()),
+  "cluster.connected": z.record(z.string().max(LIMITS.text), z.unknown()),
+  "cluster.disconnected": z.record(z.string().max(LIMITS.text), z.unknown()),
+  "cluster.deleted": z.record(z.string().max(LIMITS.text), z.unknown()),
   "request.ready": RequestReadyData,
   "request.deployed": RequestDeployedData,
   "request.failed": RequestFailedData,
@@ -215,13 +216,13 @@ export const EVENT_DATA: Record<EventType, z.ZodType> = {
 
 export const Event = z
   .object({
-    seq: z.number().int().describe("Global, increasing; resume a stream after it"),
-    id: z.string().describe("evt_…; also the webhook-id of its deliveries"),
+    seq: counter().describe("Global, increasing; resume a stream after it"),
+    id: id().describe("evt_…; also the webhook-id of its deliveries"),
     type: EventTypeSchema,
-    occurredAt: z.string().datetime(),
-    projectId: z.string().nullable().describe("null for installation-wide events (clusters)"),
-    deploymentId: z.string().optional(),
-    data: z.record(z.string(), z.unknown()),
+    occurredAt: timestamp(),
+    projectId: z.string().max(LIMITS.id).nullable().describe("null for installation-wide events (clusters)"),
+    deploymentId: z.string().max(LIMITS.id).optional(),
+    data: z.record(z.string().max(LIMITS.text), z.unknown()),
   })
   .meta({ id: "Event" });
 export type Event = z.infer<typeof Event>;

@@ -3,6 +3,7 @@
 // source. Efficiency factors are not facts of a GPU: they live in perf-model.ts with their evidence.
 
 import { z } from "zod";
+import { LIMITS, counter } from "./limits.ts";
 
 export const GPU_TYPES = [
   "nvidia-h100-80gb",
@@ -90,8 +91,8 @@ export const GpuCatalogEntry = z
     bf16Tflops: z.number().describe("Peak dense BF16 tensor throughput, TFLOPS."),
     fp8Tflops: z.number().nullable().describe("Peak dense FP8 tensor throughput, TFLOPS; null without FP8 tensor cores."),
     interconnect: z.object({ kind: z.enum(["nvlink", "infinity-fabric", "pcie"]), bandwidthGBs: z.number().describe("Per GPU, per direction, GB/s.") }),
-    gpusPerNode: z.number().int().describe("GPUs in the usual server of this type."),
-    source: z.string().describe("Where the figures come from."),
+    gpusPerNode: counter().describe("GPUs in the usual server of this type."),
+    source: z.string().max(LIMITS.text).describe("Where the figures come from."),
   })
   .meta({ id: "GpuCatalogEntry" });
 

@@ -3,6 +3,7 @@
 // and why. A value nobody observed is absent and listed under `missing`, never 0.
 import { z } from "zod";
 import { strictObject } from "./deployment-spec.ts";
+import { LIMITS, boundedInt, counter, timestamp } from "./limits.ts";
 
 const SIGNAL_NAME = /^[a-z][a-z0-9_:.]*$/;
 
@@ -17,14 +18,11 @@ export const MetricSignal = strictObject({
   name: SignalName,
   value: z.number().finite().describe("The role's aggregate (a sum for counts, a mean for ratios, a quantile over the pooled histogram for latencies); absent when no pod reported it.").optional(),
   unit: z.string().min(1).max(32).describe("e.g. `requests`, `ratio`, `ms`, `tokens/s`."),
-  podCount: z.number().int().min(0).max(1_000_000).describe("How many pods the value aggregates."),
-  samples: z
-    .number()
-    .int()
-    .min(0)
+  podCount: boundedInt(0, 1_000_000).describe("How many pods the value aggregates."),
+  samples: counter()
     .describe("For an interval mean: the observations it averages (requests for `ttft_mean` and `queue_time_mean`, tokens for `itl_mean`).")
     .optional(),
-  observedAt: z.iso.datetime({ offset: true }).describe("When the newest sample in the value was read."),
+  observedAt: timestamp().describe("When the newest sample in the value was read."),
 }).meta({ id: "MetricSignal" });
 export type MetricSignal = z.infer<typeof MetricSignal>;
 
@@ -43,17 +41,17 @@ export const RoleMetrics = strictObject({
 export type RoleMetrics = z.infer<typeof RoleMetrics>;
 
 export const DeploymentMetricsInput = strictObject({
-  observedAt: z.iso.datetime({ offset: true }).describe("When this round of scraping ended."),
+  observedAt: timestamp().describe("When this round of scraping ended."),
   roles: z.array(RoleMetrics).max(16).describe("One entry per role scraped."),
 }).meta({ id: "DeploymentMetricsInput" });
 export type DeploymentMetricsInput = z.infer<typeof DeploymentMetricsInput>;
 
 export const DeploymentMetrics = z
   .object({
-    deploymentId: z.string(),
-    observedAt: z.string().datetime().describe("When the agent scraped them."),
-    receivedAt: z.string().datetime().describe("When the API stored them."),
-    roles: z.array(RoleMetrics),
+    deploymentId: z.string().max(LIMITS.id),
+    observedAt: timestamp().describe("When the agent scraped them."),
+    receivedAt: timestamp().describe("When the API stored them."),
+    roles: z.array(RoleMetrics).max(16),
   })
   .meta({ id: "DeploymentMetrics" });
 export type DeploymentMetrics = z.infer<typeof DeploymentMetrics>;

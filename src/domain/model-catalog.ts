@@ -3,6 +3,7 @@
 // with its source, plus the reading of a user-supplied `config.json` for a model not listed here.
 // Invariant: every catalogue entry parses under ModelArchitecture; no figure is derived silently.
 import { z } from "zod";
+import { LIMITS, boundedInt } from "./limits.ts";
 
 export const ATTENTION_KINDS = ["MHA", "GQA", "MLA"] as const;
 export const MODEL_DTYPES = ["bfloat16", "fp8", "mxfp4"] as const;
@@ -15,12 +16,12 @@ export type ModelDtype = (typeof MODEL_DTYPES)[number];
 export const DTYPE_BYTES: Readonly<Record<ModelDtype, number>> = { bfloat16: 2, fp8: 1, mxfp4: 0.53 };
 
 const positive = z.number().positive();
-const count = z.number().int().positive();
+const count = boundedInt(1, Number.MAX_SAFE_INTEGER);
 
 export const ModelArchitecture = z
   .object({
-    id: z.string().min(1).describe("Hugging Face repository id, e.g. `meta-llama/Llama-3.1-8B-Instruct`."),
-    aliases: z.array(z.string()).describe("Other repository ids with the same architecture (base/instruct, FP8 re-uploads)."),
+    id: z.string().min(1).max(LIMITS.name).describe("Hugging Face repository id, e.g. `meta-llama/Llama-3.1-8B-Instruct`."),
+    aliases: z.array(z.string().max(LIMITS.name)).max(LIMITS.mapEntries).describe("Other repository ids with the same architecture (base/instruct, FP8 re-uploads)."),
     kind: z.enum(["dense", "moe"]).describe("Dense, or mixture of experts."),
     totalParamsB: positive.describe("Total parameters, billions (what memory holds)."),
     activeParamsB: positive.describe("Parameters used per token, billions (what compute and a batch-1 decode read); = total for dense."),
@@ -37,7 +38,7 @@ export const ModelArchitecture = z
     maxContext: count.describe("`max_position_embeddings` (what `max_model_len` defaults to)."),
     defaultDtype: z.enum(MODEL_DTYPES).describe("Dtype of the published weights."),
     checkpointGiB: positive.optional().describe("Size of the weights as published, GiB, where it is not total × dtype bytes (mixed precision)."),
-    source: z.string().min(1).describe("Where each figure comes from."),
+    source: z.string().max(LIMITS.text).min(1).describe("Where each figure comes from."),
   })
   .meta({ id: "ModelArchitecture" });
 export type ModelArchitecture = z.infer<typeof ModelArchitecture>;
@@ -196,7 +197,7 @@ export const HfArchitectureInput = z
     qk_rope_head_dim: count.optional().describe("MLA rotary part cached beside the latent."),
     vocab_size: count.optional().describe("Vocabulary; defaults to 32000 for the parameter estimate."),
     max_position_embeddings: count.optional().describe("Context length; defaults to 8192."),
-    torch_dtype: z.string().optional().describe("`bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte)."),
+    torch_dtype: z.string().max(LIMITS.text).optional().describe("`bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte)."),
     totalParamsB: positive.optional().describe("Total parameters, billions, when known (overrides the estimate from the config)."),
     activeParamsB: positive.optional().describe("Active parameters per token, billions (MoE), when known."),
   })

@@ -3,6 +3,7 @@
 // forward (Pending → Running → a terminal phase); terminal phases are final.
 import { z } from "zod";
 import { strictObject } from "./deployment-spec.ts";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 export const OPERATION_KINDS = ["retire", "resize", "restart"] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
@@ -42,8 +43,8 @@ const StepName = z
 
 export const OperationStep = strictObject({
   name: StepName,
-  startedAt: z.iso.datetime({ offset: true }).describe("When the step began."),
-  finishedAt: z.iso.datetime({ offset: true }).describe("When it ended; absent while it runs.").optional(),
+  startedAt: timestamp().describe("When the step began."),
+  finishedAt: timestamp().describe("When it ended; absent while it runs.").optional(),
 }).meta({ id: "OperationStep" });
 export type OperationStep = z.infer<typeof OperationStep>;
 
@@ -58,30 +59,30 @@ export const OperationError = strictObject({
   message: z.string().max(32768).describe("What went wrong and what was kept (an aborted retirement keeps the replica)."),
 }).meta({ id: "OperationError" });
 
-const Params = z.record(z.string(), z.unknown()).describe("The operation's inputs, e.g. `{ fromWidth, toWidth }` for a resize.");
-const Result = z.record(z.string(), z.unknown()).describe("What the operation achieved, e.g. `{ width: 4 }`.");
+const Params = z.record(z.string().max(LIMITS.text), z.unknown()).describe("The operation's inputs, e.g. `{ fromWidth, toWidth }` for a resize.");
+const Result = z.record(z.string().max(LIMITS.text), z.unknown()).describe("What the operation achieved, e.g. `{ width: 4 }`.");
 
 export const Operation = z
   .object({
-    id: z.string().describe("op_…"),
+    id: id().describe("op_…"),
     kind: OperationKindSchema,
-    deploymentId: z.string(),
-    projectId: z.string(),
-    role: z.string().describe("The role it works on."),
-    replica: z.number().int().optional().describe("The replica index it works on (retire, restart); absent for a whole role (resize)."),
+    deploymentId: z.string().max(LIMITS.id),
+    projectId: z.string().max(LIMITS.id),
+    role: z.string().max(LIMITS.name).describe("The role it works on."),
+    replica: counter().optional().describe("The replica index it works on (retire, restart); absent for a whole role (resize)."),
     phase: OperationPhaseSchema,
-    step: z.string().describe("The current protocol step."),
+    step: z.string().max(LIMITS.text).describe("The current protocol step."),
     params: Params.optional(),
     steps: z.array(OperationStep).describe("Every step so far, oldest first; the last one is open while the operation runs."),
-    message: z.string().describe("What is happening now, for people."),
+    message: z.string().max(LIMITS.text).describe("What is happening now, for people."),
     progress: OperationProgress.optional(),
-    startedAt: z.string().datetime().describe("When the operation was recorded."),
-    finishedAt: z.string().datetime().optional().describe("When it entered a terminal phase (set by the server)."),
+    startedAt: timestamp().describe("When the operation was recorded."),
+    finishedAt: timestamp().optional().describe("When it entered a terminal phase (set by the server)."),
     result: Result.optional(),
     error: OperationError.optional(),
-    resourceVersion: z.number().int(),
-    createdAt: z.string().datetime(),
-    updatedAt: z.string().datetime(),
+    resourceVersion: counter(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
   })
   .meta({ id: "Operation" });
 export type Operation = z.infer<typeof Operation>;
@@ -90,7 +91,7 @@ export const AgentOperationCreate = strictObject({
   kind: OperationKindSchema,
   deploymentId: z.string().max(64).describe("A deployment of the agent's cluster."),
   role: z.string().min(1).max(63).describe("A role of that deployment."),
-  replica: z.number().int().min(0).max(1_000_000).describe("The replica index (retire, restart).").optional(),
+  replica: boundedInt(0, 1_000_000).describe("The replica index (retire, restart).").optional(),
   params: Params.optional(),
   phase: z.enum(ACTIVE_OPERATION_PHASES).describe("Pending, or Running when work has already begun; defaults to Pending.").optional(),
   step: StepName,
@@ -114,6 +115,6 @@ export const AgentOperationPatch = strictObject({
 export type AgentOperationPatch = z.infer<typeof AgentOperationPatch>;
 
 export const ResizeRequest = strictObject({
-  width: z.number().int().min(1).max(1024).describe("The new data-parallel width (ranks): 2..elastic.maxWidth, not the current one."),
+  width: boundedInt(1, 1024).describe("The new data-parallel width (ranks): 2..elastic.maxWidth, not the current one."),
 }).meta({ id: "ResizeRequest" });
 export type ResizeRequest = z.infer<typeof ResizeRequest>;

@@ -2,6 +2,7 @@
 // resource shares (lists, problems). These zod schemas are also the OpenAPI components.
 import { z } from "zod";
 import { strictObject } from "./deployment-spec.ts";
+import { LIMITS, boundedInt, counter, id, text, timestamp } from "./limits.ts";
 import { KEY_ROLES } from "./principal.ts";
 
 export const ProjectName = z
@@ -11,11 +12,7 @@ export const ProjectName = z
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")
   .describe("DNS-1123 label of at most 57 characters; the project's namespace in a cluster is berth-<name>.");
 
-const MaxGpus = z
-  .number()
-  .int()
-  .min(0)
-  .max(1_000_000)
+const MaxGpus = boundedInt(0, 1_000_000)
   .describe("GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota.");
 
 const AllowCustomCommands = z
@@ -35,14 +32,14 @@ export const ProjectPatch = strictObject({
 
 export const Project = z
   .object({
-    id: z.string().describe("prj_…"),
-    name: z.string(),
-    maxGpus: z.number().int().optional(),
+    id: id().describe("prj_…"),
+    name: ProjectName,
+    maxGpus: MaxGpus.optional(),
     allowCustomCommands: AllowCustomCommands,
-    namespace: z.string().describe("The Kubernetes namespace of this project in every cluster."),
-    resourceVersion: z.number().int(),
-    createdAt: z.string().datetime(),
-    updatedAt: z.string().datetime(),
+    namespace: z.string().max(63).regex(/^[a-z0-9-]+$/).describe("The Kubernetes namespace of this project in every cluster."),
+    resourceVersion: counter(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
   })
   .meta({ id: "Project" });
 export type Project = z.infer<typeof Project>;
@@ -50,9 +47,7 @@ export type Project = z.infer<typeof Project>;
 export const ApiKeyCreate = strictObject({
     name: z.string().min(1).max(128).describe("What the key is for; shown in lists."),
     role: z.enum(KEY_ROLES).describe("viewer reads; editor also writes deployments; admin also manages projects and keys."),
-    projectId: z
-      .string()
-      .max(64)
+    projectId: id()
       .optional()
       .describe("Bind the key to one project. A project-bound caller's keys are always bound to its project."),
   })
@@ -60,39 +55,42 @@ export const ApiKeyCreate = strictObject({
 
 export const ApiKey = z
   .object({
-    id: z.string().describe("key_…"),
-    name: z.string(),
+    id: id().describe("key_…"),
+    name: text(128),
     role: z.enum(KEY_ROLES),
-    projectId: z.string().nullable().describe("null for an installation-wide key"),
-    prefix: z.string().describe("The first characters of the token, to recognise it; the token itself is never shown again."),
-    revokedAt: z.string().datetime().nullable(),
-    createdAt: z.string().datetime(),
-    updatedAt: z.string().datetime(),
+    projectId: id().nullable().describe("null for an installation-wide key"),
+    prefix: z.string().max(32).regex(/^[A-Za-z0-9_]+$/).describe("The first characters of the token, to recognise it; the token itself is never shown again."),
+    revokedAt: timestamp().nullable(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
   })
   .meta({ id: "ApiKey" });
 export type ApiKey = z.infer<typeof ApiKey>;
 
 export const ApiKeyCreated = ApiKey.extend({
-  token: z.string().describe("The bearer token (bp_…). Shown only in this answer; store it now."),
+  token: z.string().max(LIMITS.token).regex(/^bp_[A-Za-z0-9_-]+$/).describe("The bearer token (bp_…). Shown only in this answer; store it now."),
 }).meta({ id: "ApiKeyCreated" });
 
 export const ProblemError = z
   .object({
-    pointer: z.string().optional().describe("RFC 6901 JSON pointer into the request body"),
-    parameter: z.string().optional().describe("The query or path parameter at fault"),
-    header: z.string().optional().describe("The header at fault"),
-    message: z.string(),
+    pointer: text(LIMITS.shortText).optional().describe("RFC 6901 JSON pointer into the request body"),
+    parameter: text(LIMITS.name).optional().describe("The query or path parameter at fault"),
+    header: text(LIMITS.name).optional().describe("The header at fault"),
+    message: text(),
   })
   .meta({ id: "ProblemError" });
 
+/** The most field errors one problem lists (a body may be wrong in more places; the first ones are named). */
+export const PROBLEM_ERRORS_MAX = 256;
+
 export const Problem = z
   .object({
-    type: z.string().describe("A URI naming the kind of problem"),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string(),
-    instance: z.string().describe("The request id (also in X-Request-Id)"),
-    errors: z.array(ProblemError).optional(),
+    type: z.string().max(LIMITS.url).describe("A URI naming the kind of problem").meta({ format: "uri-reference" }),
+    title: text(LIMITS.shortText),
+    status: boundedInt(400, 599),
+    detail: text(),
+    instance: text(LIMITS.name).describe("The request id (also in X-Request-Id)"),
+    errors: z.array(ProblemError).max(PROBLEM_ERRORS_MAX).optional(),
   })
   .catchall(z.unknown())
   .meta({ id: "Problem", description: "RFC 9457 problem details" });
@@ -100,13 +98,13 @@ export const Problem = z
 export function listOf<T extends z.ZodType>(item: T, id: string) {
   return z
     .object({
-      items: z.array(item),
-      nextCursor: z.string().nullable().describe("Pass as ?cursor= for the next page; null on the last page."),
+      items: z.array(item).max(LIMITS.page),
+      nextCursor: z.string().max(LIMITS.token).nullable().describe("Pass as ?cursor= for the next page; null on the last page."),
     })
     .meta({ id });
 }
 
 export const ListQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50).describe("Page size, 1–200"),
+  limit: z.coerce.number().int().min(1).max(200).meta({ format: "int32" }).default(50).describe("Page size, 1–200"),
   cursor: z.string().max(512).optional().describe("nextCursor of the previous page"),
 });

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { DeploymentSpec, strictObject, type DeploymentSpec as Spec } from "./deployment-spec.ts";
 import { Actor } from "./events.ts";
+import { boundedInt, counter, timestamp } from "./limits.ts";
 
 /**
  * How many revisions a deployment keeps. Rollbacks go to recent generations; an autoscaler
@@ -16,17 +17,17 @@ export const REVISIONS_RETAINED = 50;
 
 export const Revision = z
   .object({
-    generation: z.number().int().describe("The generation this spec was"),
+    generation: counter().describe("The generation this spec was"),
     spec: DeploymentSpec,
     actor: Actor.describe("Who wrote it: a user key, the autoscaler (an agent credential), or system (recorded before history existed)"),
-    createdAt: z.string().datetime(),
-    rollbackOf: z.number().int().optional().describe("Present when a rollback wrote it: the generation it restored"),
+    createdAt: timestamp(),
+    rollbackOf: counter().optional().describe("Present when a rollback wrote it: the generation it restored"),
   })
   .meta({ id: "Revision" });
 export type Revision = z.infer<typeof Revision>;
 
 export const RollbackRequest = strictObject({
-    generation: z.number().int().min(1).max(2_147_483_647).describe("The retained generation whose spec to restore"),
+    generation: boundedInt(1, 2_147_483_647).describe("The retained generation whose spec to restore"),
   })
   .meta({ id: "RollbackRequest" });
 export type RollbackRequest = z.infer<typeof RollbackRequest>;

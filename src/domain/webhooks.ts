@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { strictObject } from "./deployment-spec.ts";
 import { SUBSCRIBABLE_EVENT_TYPES, type EventType } from "./events.ts";
+import { LIMITS, boundedInt, counter, id, timestamp } from "./limits.ts";
 
 export const WILDCARD = "*";
 const SUBSCRIPTIONS = [...SUBSCRIBABLE_EVENT_TYPES, WILDCARD] as const;
@@ -49,22 +50,20 @@ export const WebhookDisabledReason = z
 
 export const Webhook = z
   .object({
-    id: z.string().describe("whk_…"),
-    projectId: z.string().optional().describe("Absent for an installation-wide endpoint, which receives every project's events"),
-    url: z.string(),
-    eventTypes: z.array(z.string()),
-    description: z.string(),
+    id: id().describe("whk_…"),
+    projectId: z.string().max(LIMITS.id).optional().describe("Absent for an installation-wide endpoint, which receives every project's events"),
+    url: z.string().max(LIMITS.url),
+    eventTypes: z.array(z.string().max(LIMITS.name)).max(LIMITS.mapEntries),
+    description: z.string().max(LIMITS.text),
     enabled: z.boolean().describe("Disabled endpoints receive nothing; their pending deliveries wait until re-enabled"),
     disabledReason: WebhookDisabledReason.optional(),
-    failingSince: z.string().datetime().optional().describe("Since when every attempt has failed; absent while healthy"),
-    previousSecretExpiresAt: z
-      .string()
-      .datetime()
+    failingSince: timestamp().optional().describe("Since when every attempt has failed; absent while healthy"),
+    previousSecretExpiresAt: timestamp()
       .optional()
       .describe("After a rotation, until when deliveries are signed with the previous secret as well"),
-    resourceVersion: z.number().int(),
-    createdAt: z.string().datetime(),
-    updatedAt: z.string().datetime(),
+    resourceVersion: counter(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
   })
   .meta({ id: "Webhook" });
 export type Webhook = z.infer<typeof Webhook>;
@@ -72,6 +71,8 @@ export type Webhook = z.infer<typeof Webhook>;
 export const WebhookWithSecret = Webhook.extend({
   secret: z
     .string()
+    .max(LIMITS.token)
+    .regex(/^whsec_[A-Za-z0-9+/=]+$/)
     .describe("The signing secret (whsec_…, Standard Webhooks). Shown only in the create and rotate answers; store it now."),
 }).meta({ id: "WebhookWithSecret" });
 export type WebhookWithSecret = z.infer<typeof WebhookWithSecret>;
@@ -81,12 +82,13 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export const WebhookAttempt = z
   .object({
-    attemptedAt: z.string().datetime(),
-    statusCode: z.number().int().optional().describe("The receiver's HTTP status; absent when no response came"),
-    latencyMs: z.number().int().describe("From sending to the response headers (or to the error)"),
-    responseSnippet: z.string().optional().describe("The first KiB of the response body"),
+    attemptedAt: timestamp(),
+    statusCode: boundedInt(100, 599).optional().describe("The receiver's HTTP status; absent when no response came"),
+    latencyMs: counter().describe("From sending to the response headers (or to the error)"),
+    responseSnippet: z.string().max(LIMITS.text).optional().describe("The first KiB of the response body"),
     error: z
       .string()
+      .max(LIMITS.text)
       .optional()
       .describe(
         "Why the attempt failed without a usable answer, as a class: connection_refused, connection_reset, timeout, dns_failure, tls_error, host_unreachable, url_refused, address_refused, connection_failed (never the connection error's text); or that a redirect was not followed",
@@ -97,23 +99,23 @@ export type WebhookAttempt = z.infer<typeof WebhookAttempt>;
 
 export const WebhookDelivery = z
   .object({
-    id: z.string().describe("dlv_…"),
-    eventId: z.string().describe("evt_…; also the webhook-id header of every attempt"),
-    eventType: z.string(),
+    id: id().describe("dlv_…"),
+    eventId: z.string().max(LIMITS.id).describe("evt_…; also the webhook-id header of every attempt"),
+    eventType: z.string().max(LIMITS.text),
     status: z.enum(DELIVERY_STATUSES),
     attempts: z.array(WebhookAttempt).describe("Oldest first"),
-    nextAttemptAt: z.string().datetime().optional().describe("When a pending delivery is tried next"),
-    createdAt: z.string().datetime(),
+    nextAttemptAt: timestamp().optional().describe("When a pending delivery is tried next"),
+    createdAt: timestamp(),
   })
   .meta({ id: "WebhookDelivery" });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
 
 export const DispatchResult = z
   .object({
-    fannedOut: z.number().int().describe("Deliveries created from new events"),
-    attempted: z.number().int(),
-    succeeded: z.number().int(),
-    failed: z.number().int().describe("Attempts that did not succeed (the delivery may still be retried)"),
+    fannedOut: counter().describe("Deliveries created from new events"),
+    attempted: counter(),
+    succeeded: counter(),
+    failed: counter().describe("Attempts that did not succeed (the delivery may still be retried)"),
   })
   .meta({ id: "DispatchResult" });
 export type DispatchResult = z.infer<typeof DispatchResult>;
@@ -128,7 +130,7 @@ export interface WebhookPayload {
 export function webhookPayloadSchema<T extends z.ZodType>(type: EventType, data: T) {
   return z.object({
     type: z.literal(type),
-    timestamp: z.string().datetime().describe("When the event occurred"),
+    timestamp: timestamp().describe("When the event occurred"),
     data,
   });
 }

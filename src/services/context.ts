@@ -47,6 +47,8 @@ export interface AppConfig {
   agentCredentialOverlapSeconds: number;
   /** After this long without an event, a stream sends a comment so proxies keep it open. */
   streamHeartbeatMs: number;
+  /** BERTH_CORS_ORIGINS: exact origins a browser page may call from; empty = no CORS. */
+  corsOrigins: readonly string[];
   webhooks: WebhookConfig;
   /** Request rate limits and caps on streams, long-polls and webhook endpoints (docs/design.md §14.2). */
   rateLimits: RateLimitConfig;
@@ -107,6 +109,7 @@ export const DEFAULT_APP_CONFIG: AppConfig = {
   streamFallbackMs: 10_000,
   agentCredentialOverlapSeconds: 600,
   streamHeartbeatMs: 15_000,
+  corsOrigins: [],
   webhooks: {
     retryScheduleSeconds: DEFAULT_RETRY_SCHEDULE_SECONDS,
     allowPrivateAddresses: false,

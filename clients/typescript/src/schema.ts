@@ -11,7 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: 200 while the process serves */
+        /**
+         * Liveness: 200 while the process serves
+         * @description Answers 200 while the process can serve HTTP; it reads nothing, so a slow database does not fail it. Public, not rate limited.
+         */
         get: operations["healthz"];
         put?: never;
         post?: never;
@@ -28,7 +31,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: 200 once the database answers */
+        /**
+         * Readiness: 200 once the database answers
+         * @description Answers 200 once a query to the database succeeds, 503 (problem+json, Retry-After) while it does not. Public, not rate limited.
+         */
         get: operations["readyz"];
         put?: never;
         post?: never;
@@ -45,10 +51,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the projects this key can see */
+        /**
+         * List the projects this key can see
+         * @description Pages through the projects this key can see: all of them for an installation-wide key, its own for a project-bound one.
+         */
         get: operations["listProjects"];
         put?: never;
-        /** Create a project (installation admin) */
+        /**
+         * Create a project (installation admin)
+         * @description Creates a tenant; its namespace in every cluster is berth-<name>. Only an installation-wide admin key may create projects or set allowCustomCommands.
+         */
         post: operations["createProject"];
         delete?: never;
         options?: never;
@@ -63,15 +75,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a project */
+        /**
+         * Get a project
+         * @description Returns one project by id; a project the key cannot see answers 404, as a missing one does.
+         */
         get: operations["getProject"];
         put?: never;
         post?: never;
-        /** Delete a project with no deployments (installation admin) */
+        /**
+         * Delete a project with no deployments (installation admin)
+         * @description Deletes an empty project; one that still has deployments answers 409 naming how many.
+         */
         delete: operations["deleteProject"];
         options?: never;
         head?: never;
-        /** Change a project's GPU quota (installation admin) */
+        /**
+         * Change a project's GPU quota (installation admin)
+         * @description A JSON merge patch of maxGpus (null removes the quota) and allowCustomCommands. Only an installation-wide admin key may change a project.
+         */
         patch: operations["updateProject"];
         trace?: never;
     };
@@ -82,10 +103,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List API keys (admin; prefixes only) */
+        /**
+         * List API keys (admin; prefixes only)
+         * @description Pages through the API keys this admin may manage, with their prefixes; tokens are never shown again.
+         */
         get: operations["listApiKeys"];
         put?: never;
-        /** Create an API key (admin); the token is in this answer only */
+        /**
+         * Create an API key (admin); the token is in this answer only
+         * @description Creates a bearer key (bp_…) with a role, installation-wide or bound to one project. The token is shown in this answer only; only its hash is stored.
+         */
         post: operations["createApiKey"];
         delete?: never;
         options?: never;
@@ -103,7 +130,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key (admin) */
+        /**
+         * Revoke an API key (admin)
+         * @description Revokes a key: it never authenticates again (other API instances stop accepting it within BERTH_AUTH_CACHE_SECONDS). Revoked keys stay listed with revokedAt.
+         */
         delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
@@ -141,9 +171,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a deployment by id or name */
+        /**
+         * Get a deployment by id or name
+         * @description Returns the deployment's spec, labels and observed status, with its ETag for a later If-Match.
+         */
         get: operations["getDeployment"];
-        /** Replace a deployment's spec and labels */
+        /**
+         * Replace a deployment's spec and labels
+         * @description Replaces the whole spec and labels (admission, quota and the custom-command rule apply as on create); If-Match makes it conditional.
+         */
         put: operations["replaceDeployment"];
         post?: never;
         /**
@@ -287,10 +323,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List clusters with their connection state and inventory */
+        /**
+         * List clusters with their connection state and inventory
+         * @description Pages through the clusters with their last heartbeat, agent version and GPU inventory.
+         */
         get: operations["listClusters"];
         put?: never;
-        /** Register a cluster (installation admin); returns a one-time join token valid for 1 h */
+        /**
+         * Register a cluster (installation admin); returns a one-time join token valid for 1 h
+         * @description Registers a cluster and answers a join token, valid for one hour, that an agent exchanges for its credential at /v1/agent/register.
+         */
         post: operations["createCluster"];
         delete?: never;
         options?: never;
@@ -305,7 +347,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a cluster */
+        /**
+         * Get a cluster
+         * @description Returns one cluster with its connection state and GPU inventory.
+         */
         get: operations["getCluster"];
         put?: never;
         post?: never;
@@ -328,7 +373,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a join token for an agent credential (ba_…) */
+        /**
+         * Exchange a join token for an agent credential (ba_…)
+         * @description Authenticated by the one-time join token in the body (no bearer key): answers the cluster id and the agent credential (ba_…), shown once.
+         */
         post: operations["registerAgent"];
         delete?: never;
         options?: never;
@@ -385,7 +433,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Report that the agent is alive, with the cluster's inventory (every 10 s) */
+        /**
+         * Report that the agent is alive, with the cluster's inventory (every 10 s)
+         * @description The agent's liveness and its cluster's GPU inventory; a cluster without heartbeats is reported disconnected.
+         */
         post: operations["agentHeartbeat"];
         delete?: never;
         options?: never;
@@ -423,7 +474,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Confirm that every object of a deleted deployment is gone */
+        /**
+         * Confirm that every object of a deleted deployment is gone
+         * @description The agent says every object of a deployment being deleted is gone; the row is then removed and deployment.deleted is emitted.
+         */
         delete: operations["agentConfirmDeletion"];
         options?: never;
         head?: never;
@@ -457,7 +511,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The operations of the agent's cluster (phase=Pending&phase=Running: what to resume) */
+        /**
+         * The operations of the agent's cluster (phase=Pending&phase=Running: what to resume)
+         * @description Pages through the operations of the agent's cluster, filtered by phase, so a restarted agent resumes what was running.
+         */
         get: operations["agentListOperations"];
         put?: never;
         /**
@@ -499,7 +556,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Store a deployment's latest aggregated engine signals (replaces the previous ones) */
+        /**
+         * Store a deployment's latest aggregated engine signals (replaces the previous ones)
+         * @description Replaces the deployment's stored engine signals with the agent's latest aggregation; the metrics read answers these.
+         */
         put: operations["agentPutDeploymentMetrics"];
         post?: never;
         delete?: never;
@@ -599,15 +659,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a webhook endpoint */
+        /**
+         * Get a webhook endpoint
+         * @description Returns one endpoint with its event types and health; the signing secret is never shown again.
+         */
         get: operations["getWebhook"];
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint and its delivery log (admin) */
+        /**
+         * Delete a webhook endpoint and its delivery log (admin)
+         * @description Deletes the endpoint and its delivery log.
+         */
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        /** Change a webhook endpoint (admin): URL, event types, description, enabled */
+        /**
+         * Change a webhook endpoint (admin): URL, event types, description, enabled
+         * @description A JSON merge patch of the URL, event types, description and enabled flag; re-enabling an endpoint resumes its pending deliveries.
+         */
         patch: operations["updateWebhook"];
         trace?: never;
     };
@@ -722,11 +791,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a deployment request with its plan */
+        /**
+         * Get a deployment request with its plan
+         * @description Returns the request with its plan: the ranked candidates, the rejected shapes and, once applied, the deployment it created.
+         */
         get: operations["getDeploymentRequest"];
         put?: never;
         post?: never;
-        /** Delete a deployment request (its deployment stays) */
+        /**
+         * Delete a deployment request (its deployment stays)
+         * @description Deletes the request and its plan; a deployment applied from it stays.
+         */
         delete: operations["deleteDeploymentRequest"];
         options?: never;
         head?: never;
@@ -780,7 +855,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an operation (resize, retire, restart) with its phase, step and progress */
+        /**
+         * Get an operation (resize, retire, restart) with its phase, step and progress
+         * @description Returns one operation with its phase, its step history and its progress; poll it, or follow operation.* events.
+         */
         get: operations["getOperation"];
         put?: never;
         post?: never;
@@ -1250,7 +1328,9 @@ export interface components {
             id: string;
             name: string;
             projectId: string;
+            /** Format: int64 */
             generation: number;
+            /** Format: int64 */
             resourceVersion: number;
             phase: string;
         };
@@ -1351,9 +1431,15 @@ export interface components {
                 keyId?: string;
             };
             role: string;
-            /** @description Replicas before (shadow: the current replicas) */
+            /**
+             * Format: int64
+             * @description Replicas before (shadow: the current replicas)
+             */
             from: number;
-            /** @description Replicas after (shadow: the recommendation, not applied) */
+            /**
+             * Format: int64
+             * @description Replicas after (shadow: the recommendation, not applied)
+             */
             to: number;
             /**
              * @description active: the autoscaler changed the spec; shadow: it only recommended
@@ -1371,6 +1457,7 @@ export interface components {
             name: string;
             value: number;
             unit: string;
+            /** Format: date-time */
             observedAt: string;
         };
         DeploymentResizedWebhook: {
@@ -1398,7 +1485,10 @@ export interface components {
         ReplicaRetirementData: {
             deployment: components["schemas"]["DeploymentSummary"];
             role: string;
-            /** @description The replica index */
+            /**
+             * Format: int64
+             * @description The replica index
+             */
             replica?: number;
             /** @description The retire operation (absent when an agent reported it without one) */
             operationId?: string;
@@ -1453,6 +1543,7 @@ export interface components {
             kind: "retire" | "resize" | "restart";
             deploymentId: string;
             role: string;
+            /** Format: int64 */
             replica?: number;
             phase: string;
             step: string;
@@ -1525,10 +1616,14 @@ export interface components {
         };
         RequestReadyData: {
             request: components["schemas"]["DeploymentRequestSummary"];
-            /** @description Feasible shapes found */
+            /**
+             * Format: int64
+             * @description Feasible shapes found
+             */
             candidates: number;
             /** @description The first candidate */
             best: {
+                /** Format: int64 */
                 gpus: number;
                 why: string;
             };
@@ -1540,6 +1635,7 @@ export interface components {
             name: string;
             projectId: string;
             phase: string;
+            /** Format: int64 */
             resourceVersion: number;
         };
         RequestDeployedWebhook: {
@@ -1555,7 +1651,10 @@ export interface components {
         RequestDeployedData: {
             request: components["schemas"]["DeploymentRequestSummary"];
             deploymentId: string;
-            /** @description Rank of the applied candidate */
+            /**
+             * Format: int64
+             * @description Rank of the applied candidate
+             */
             candidate: number;
             actor: components["schemas"]["Actor"];
         };
@@ -1599,6 +1698,7 @@ export interface components {
             failingSince?: string;
             /** @description The attempt that disabled it */
             lastAttempt: {
+                /** Format: int32 */
                 statusCode?: number;
                 error?: string;
             };
@@ -1628,26 +1728,15 @@ export interface components {
             /** @enum {string} */
             status: "ok";
         };
-        Project: {
-            /** @description prj_… */
-            id: string;
-            name: string;
-            maxGpus?: number;
-            /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
-            allowCustomCommands: boolean;
-            /** @description The Kubernetes namespace of this project in every cluster. */
-            namespace: string;
-            resourceVersion: number;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
         /** @description RFC 9457 problem details */
         Problem: {
-            /** @description A URI naming the kind of problem */
+            /**
+             * Format: uri-reference
+             * @description A URI naming the kind of problem
+             */
             type: string;
             title: string;
+            /** Format: int32 */
             status: number;
             detail: string;
             /** @description The request id (also in X-Request-Id) */
@@ -1665,10 +1754,34 @@ export interface components {
             header?: string;
             message: string;
         };
+        Project: {
+            /** @description prj_… */
+            id: string;
+            /** @description DNS-1123 label of at most 57 characters; the project's namespace in a cluster is berth-<name>. */
+            name: string;
+            /**
+             * Format: int32
+             * @description GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota.
+             */
+            maxGpus?: number;
+            /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
+            allowCustomCommands: boolean;
+            /** @description The Kubernetes namespace of this project in every cluster. */
+            namespace: string;
+            /** Format: int64 */
+            resourceVersion: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
         ProjectCreate: {
             /** @description DNS-1123 label of at most 57 characters; the project's namespace in a cluster is berth-<name>. */
             name: string;
-            /** @description GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota. */
+            /**
+             * Format: int32
+             * @description GPU quota: the most GPUs all of the project's deployments may request together. Absent = no quota.
+             */
             maxGpus?: number;
             /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
             allowCustomCommands?: boolean;
@@ -1679,7 +1792,10 @@ export interface components {
             nextCursor: string | null;
         };
         ProjectPatch: {
-            /** @description A number sets the quota; null removes it. */
+            /**
+             * Format: int32
+             * @description A number sets the quota; null removes it.
+             */
             maxGpus?: number | null;
             /** @description Whether the project's editors may set a role's `command` (the take-over tier). Default false: only an installation-wide admin key may then write a deployment with a new or changed command. Only an installation admin may set it. */
             allowCustomCommands?: boolean;
@@ -1744,9 +1860,15 @@ export interface components {
             labels: {
                 [key: string]: string;
             };
-            /** @description Increases on every spec change */
+            /**
+             * Format: int64
+             * @description Increases on every spec change
+             */
             generation: number;
-            /** @description Increases on every change, spec or status; the ETag */
+            /**
+             * Format: int64
+             * @description Increases on every change, spec or status; the ETag
+             */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -1794,7 +1916,10 @@ export interface components {
                  * @enum {string}
                  */
                 policy: "round_robin" | "least_load" | "cache_aware" | "session_affinity";
-                /** @description Router pods; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Router pods; defaults to 1.
+                 */
                 replicas: number;
             };
             /** @description KV-cache transfer between prefill and decode. */
@@ -1841,13 +1966,22 @@ export interface components {
              * @enum {string}
              */
             kind: "server" | "prefill" | "decode" | "encode";
-            /** @description Serving instances; defaults to 1. */
+            /**
+             * Format: int32
+             * @description Serving instances; defaults to 1.
+             */
             replicas: number;
-            /** @description Pods per instance (multi-host); defaults to 1. Above 1: leader m0 plus workers. */
+            /**
+             * Format: int32
+             * @description Pods per instance (multi-host); defaults to 1. Above 1: leader m0 plus workers.
+             */
             size: number;
             /** @description Per-pod resources. */
             resources: {
-                /** @description GPUs per pod; defaults to 1 (an elastic role: tensor × pipeline). */
+                /**
+                 * Format: int32
+                 * @description GPUs per pod; defaults to 1 (an elastic role: tensor × pipeline).
+                 */
                 gpus: number;
                 /**
                  * @description GPU type as `<vendor>-<model>-<memory>` in lower case; absent means any type.
@@ -1863,13 +1997,25 @@ export interface components {
             };
             /** @description Parallel degrees, rendered to the engine's flags. */
             parallelism: {
-                /** @description Tensor-parallel degree; defaults to gpus × size ÷ (pipeline × data). */
+                /**
+                 * Format: int32
+                 * @description Tensor-parallel degree; defaults to gpus × size ÷ (pipeline × data).
+                 */
                 tensor: number;
-                /** @description Pipeline-parallel degree; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Pipeline-parallel degree; defaults to 1.
+                 */
                 pipeline: number;
-                /** @description Data-parallel ranks per instance; defaults to 1. Ignored by an elastic role. */
+                /**
+                 * Format: int32
+                 * @description Data-parallel ranks per instance; defaults to 1. Ignored by an elastic role.
+                 */
                 data: number;
-                /** @description Data-parallel ranks per pod; defaults to data ÷ size (at least 1). */
+                /**
+                 * Format: int32
+                 * @description Data-parallel ranks per pod; defaults to data ÷ size (at least 1).
+                 */
                 dataLocal: number;
                 /** @description Expert parallelism for MoE layers; defaults to false. */
                 expert: boolean;
@@ -1878,9 +2024,15 @@ export interface components {
             };
             /** @description Elastic expert parallelism (vLLM only; the deployment's only role). */
             elastic?: {
-                /** @description Current data-parallel width (ranks, one pod each); 2..maxWidth. Changed by the resize verb. */
+                /**
+                 * Format: int32
+                 * @description Current data-parallel width (ranks, one pod each); 2..maxWidth. Changed by the resize verb.
+                 */
                 width: number;
-                /** @description Largest width a resize may reach. Immutable. */
+                /**
+                 * Format: int32
+                 * @description Largest width a resize may reach. Immutable.
+                 */
                 maxWidth: number;
             };
             /** @description Arguments appended to the engine command; flags berth owns are refused. */
@@ -1906,13 +2058,22 @@ export interface components {
             }[];
             /** @description Replaces the whole engine command: the role becomes unmanaged (no probes, no drain). */
             command: string[];
-            /** @description Pod termination grace period; defaults to 30. */
+            /**
+             * Format: int32
+             * @description Pod termination grace period; defaults to 30.
+             */
             terminationGracePeriodSeconds: number;
             /** @description How a spec change replaces instances (surge first, then retire the old ones); changing it alone rolls nothing. */
             rollout?: {
-                /** @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs. */
+                /**
+                 * Format: int32
+                 * @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs.
+                 */
                 maxSurge: number;
-                /** @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0. */
+                /**
+                 * Format: int32
+                 * @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0.
+                 */
                 maxUnavailable: number;
             };
         };
@@ -1922,15 +2083,24 @@ export interface components {
              * @enum {string}
              */
             mode: "off" | "shadow" | "active";
-            /** @description Seconds between evaluations; defaults to 15. */
+            /**
+             * Format: int32
+             * @description Seconds between evaluations; defaults to 15.
+             */
             intervalSeconds: number;
             /** @description Roles the autoscaler may resize, with their bounds. */
             roles: {
                 /** @description A role of this deployment. */
                 name: string;
-                /** @description Fewest replicas the autoscaler may set; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Fewest replicas the autoscaler may set; defaults to 1.
+                 */
                 minReplicas: number;
-                /** @description Most replicas the autoscaler may set. */
+                /**
+                 * Format: int32
+                 * @description Most replicas the autoscaler may set.
+                 */
                 maxReplicas: number;
             }[];
             /** @description How desired replicas are computed. */
@@ -1956,15 +2126,27 @@ export interface components {
                 /** @description Highest prefill:decode replica ratio. */
                 max: number;
             };
-            /** @description A lower recommendation must hold this long before it applies; defaults to 300. */
+            /**
+             * Format: int32
+             * @description A lower recommendation must hold this long before it applies; defaults to 300.
+             */
             scaleDownStabilizationSeconds: number;
             /** @description Per-step budgets of the retirement protocol. */
             retirement: {
-                /** @description Budget for every router to stop sending to the replica; defaults to 30. */
+                /**
+                 * Format: int32
+                 * @description Budget for every router to stop sending to the replica; defaults to 30.
+                 */
                 withdrawSeconds: number;
-                /** @description Budget for in-flight requests to finish; defaults to 240. */
+                /**
+                 * Format: int32
+                 * @description Budget for in-flight requests to finish; defaults to 240.
+                 */
                 drainSeconds: number;
-                /** @description Budget for the pods to go and their GPUs to show free; defaults to 30. */
+                /**
+                 * Format: int32
+                 * @description Budget for the pods to go and their GPUs to show free; defaults to 30.
+                 */
                 settleSeconds: number;
             };
         };
@@ -1975,7 +2157,10 @@ export interface components {
              * @enum {string}
              */
             phase: "Pending" | "Starting" | "Ready" | "Degraded" | "Deleting" | "Failed";
-            /** @description Spec generation the agent has acted on. */
+            /**
+             * Format: int64
+             * @description Spec generation the agent has acted on.
+             */
             observedGeneration?: number;
             /**
              * Format: uri
@@ -2002,23 +2187,44 @@ export interface components {
              * @enum {string}
              */
             kind: "server" | "prefill" | "decode" | "encode";
-            /** @description Instances the agent is converging on, in instances; absent when not observed. */
+            /**
+             * Format: int64
+             * @description Instances the agent is converging on, in instances; absent when not observed.
+             */
             desired?: number;
-            /** @description Instances ready to serve, in instances; absent when not observed. */
+            /**
+             * Format: int64
+             * @description Instances ready to serve, in instances; absent when not observed.
+             */
             ready?: number;
-            /** @description Instances running the current spec, in instances; absent when not observed. */
+            /**
+             * Format: int64
+             * @description Instances running the current spec, in instances; absent when not observed.
+             */
             updated?: number;
-            /** @description Instances being retired, in instances; absent when not observed. */
+            /**
+             * Format: int64
+             * @description Instances being retired, in instances; absent when not observed.
+             */
             draining?: number;
             ranks?: components["schemas"]["RankCoverage"];
         };
         /** @description External DP and elastic EP roles: how many data-parallel ranks are declared, eligible and serving; absent for other roles. */
         RankCoverage: {
-            /** @description Data-parallel ranks the spec declares: parallelism.data × replicas (elastic: elastic.width × replicas). */
+            /**
+             * Format: int64
+             * @description Data-parallel ranks the spec declares: parallelism.data × replicas (elastic: elastic.width × replicas).
+             */
             declared: number;
-            /** @description Ranks whose pods are Ready and that the agent lists as eligible to the router (elastic: Ready rank pods within the width each engine runs at). */
+            /**
+             * Format: int64
+             * @description Ranks whose pods are Ready and that the agent lists as eligible to the router (elastic: Ready rank pods within the width each engine runs at).
+             */
             eligible: number;
-            /** @description External DP: ranks every Ready router pod confirms (the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model); absent when the router could not be read. Elastic: the widths the engines run at, as started or as last proven after a resize, summed over instances with a Ready leader. */
+            /**
+             * Format: int64
+             * @description External DP: ranks every Ready router pod confirms (the endpoint listed eligible at the pod's current address with its /v1/models read and naming the model); absent when the router could not be read. Elastic: the widths the engines run at, as started or as last proven after a resize, summed over instances with a Ready leader.
+             */
             serving?: number;
         };
         Condition: {
@@ -2036,7 +2242,10 @@ export interface components {
             reason: string;
             /** @description Human-readable detail: what is wrong and what is needed. */
             message: string;
-            /** @description Spec generation this condition was computed from. */
+            /**
+             * Format: int64
+             * @description Spec generation this condition was computed from.
+             */
             observedGeneration?: number;
             /**
              * Format: date-time
@@ -2062,11 +2271,20 @@ export interface components {
         ScalingRoleStatus: {
             /** @description Role name. */
             name: string;
-            /** @description Replicas in the spec now. */
+            /**
+             * Format: int64
+             * @description Replicas in the spec now.
+             */
             current: number;
-            /** @description Replicas the algorithm recommends; absent when it could not decide (e.g. metrics missing), never a made-up number. */
+            /**
+             * Format: int64
+             * @description Replicas the algorithm recommends; absent when it could not decide (e.g. metrics missing), never a made-up number.
+             */
             recommended?: number;
-            /** @description What the autoscaler sets (active) or would set (shadow) after bounds, stabilization, PD ratio and one retirement at a time. */
+            /**
+             * Format: int64
+             * @description What the autoscaler sets (active) or would set (shadow) after bounds, stabilization, PD ratio and one retirement at a time.
+             */
             desired?: number;
             /** @description Why, as a CamelCase word, e.g. `QueueDepth`, `WithinTolerance`, `MetricsMissing`. */
             reason: string;
@@ -2140,7 +2358,10 @@ export interface components {
                  * @enum {string}
                  */
                 policy?: "round_robin" | "least_load" | "cache_aware" | "session_affinity";
-                /** @description Router pods; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Router pods; defaults to 1.
+                 */
                 replicas?: number;
             };
             /** @description KV-cache transfer between prefill and decode (PD/EPD only). */
@@ -2187,13 +2408,22 @@ export interface components {
              * @enum {string}
              */
             kind?: "server" | "prefill" | "decode" | "encode";
-            /** @description Serving instances; defaults to 1. */
+            /**
+             * Format: int32
+             * @description Serving instances; defaults to 1.
+             */
             replicas?: number;
-            /** @description Pods per instance (multi-host); defaults to 1. Above 1: leader m0 plus workers. */
+            /**
+             * Format: int32
+             * @description Pods per instance (multi-host); defaults to 1. Above 1: leader m0 plus workers.
+             */
             size?: number;
             /** @description Per-pod resources. */
             resources?: {
-                /** @description GPUs per pod; defaults to 1 (an elastic role: tensor × pipeline). */
+                /**
+                 * Format: int32
+                 * @description GPUs per pod; defaults to 1 (an elastic role: tensor × pipeline).
+                 */
                 gpus?: number;
                 /**
                  * @description GPU type as `<vendor>-<model>-<memory>` in lower case; absent means any type.
@@ -2209,13 +2439,25 @@ export interface components {
             };
             /** @description Parallel degrees, rendered to the engine's flags. */
             parallelism?: {
-                /** @description Tensor-parallel degree; defaults to gpus × size ÷ (pipeline × data). */
+                /**
+                 * Format: int32
+                 * @description Tensor-parallel degree; defaults to gpus × size ÷ (pipeline × data).
+                 */
                 tensor?: number;
-                /** @description Pipeline-parallel degree; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Pipeline-parallel degree; defaults to 1.
+                 */
                 pipeline?: number;
-                /** @description Data-parallel ranks per instance; defaults to 1. Ignored by an elastic role. */
+                /**
+                 * Format: int32
+                 * @description Data-parallel ranks per instance; defaults to 1. Ignored by an elastic role.
+                 */
                 data?: number;
-                /** @description Data-parallel ranks per pod; defaults to data ÷ size (at least 1). */
+                /**
+                 * Format: int32
+                 * @description Data-parallel ranks per pod; defaults to data ÷ size (at least 1).
+                 */
                 dataLocal?: number;
                 /** @description Expert parallelism for MoE layers; defaults to false. */
                 expert?: boolean;
@@ -2224,9 +2466,15 @@ export interface components {
             };
             /** @description Elastic expert parallelism (vLLM only; the deployment's only role). */
             elastic?: {
-                /** @description Current data-parallel width (ranks, one pod each); 2..maxWidth. Changed by the resize verb. */
+                /**
+                 * Format: int32
+                 * @description Current data-parallel width (ranks, one pod each); 2..maxWidth. Changed by the resize verb.
+                 */
                 width: number;
-                /** @description Largest width a resize may reach. Immutable. */
+                /**
+                 * Format: int32
+                 * @description Largest width a resize may reach. Immutable.
+                 */
                 maxWidth: number;
             };
             /** @description Arguments appended to the engine command; flags berth owns are refused. */
@@ -2252,13 +2500,22 @@ export interface components {
             }[];
             /** @description Replaces the whole engine command: the role becomes unmanaged (no probes, no drain). */
             command?: string[];
-            /** @description Pod termination grace period; defaults to 30. */
+            /**
+             * Format: int32
+             * @description Pod termination grace period; defaults to 30.
+             */
             terminationGracePeriodSeconds?: number;
             /** @description How a spec change replaces instances (surge first, then retire the old ones); changing it alone rolls nothing. */
             rollout?: {
-                /** @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs. */
+                /**
+                 * Format: int32
+                 * @description Extra instances a spec change may start above `replicas` (at indexes replicas…replicas+maxSurge-1) before old ones leave; defaults to 1. Falls back to one at a time when the cluster lacks the GPUs.
+                 */
                 maxSurge?: number;
-                /** @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0. */
+                /**
+                 * Format: int32
+                 * @description Instances that may be out of service during a spec change, below `replicas`; defaults to 0. Not both 0.
+                 */
                 maxUnavailable?: number;
             };
         };
@@ -2268,15 +2525,24 @@ export interface components {
              * @enum {string}
              */
             mode?: "off" | "shadow" | "active";
-            /** @description Seconds between evaluations; defaults to 15. */
+            /**
+             * Format: int32
+             * @description Seconds between evaluations; defaults to 15.
+             */
             intervalSeconds?: number;
             /** @description Roles the autoscaler may resize, with their bounds; defaults to none. */
             roles?: {
                 /** @description A role of this deployment. */
                 name: string;
-                /** @description Fewest replicas the autoscaler may set; defaults to 1. */
+                /**
+                 * Format: int32
+                 * @description Fewest replicas the autoscaler may set; defaults to 1.
+                 */
                 minReplicas?: number;
-                /** @description Most replicas the autoscaler may set. */
+                /**
+                 * Format: int32
+                 * @description Most replicas the autoscaler may set.
+                 */
                 maxReplicas: number;
             }[];
             /** @description How desired replicas are computed; defaults to queue_depth (target 8, tolerance 0.1). */
@@ -2302,15 +2568,27 @@ export interface components {
                 /** @description Highest prefill:decode replica ratio. */
                 max: number;
             };
-            /** @description A lower recommendation must hold this long before it applies; defaults to 300. */
+            /**
+             * Format: int32
+             * @description A lower recommendation must hold this long before it applies; defaults to 300.
+             */
             scaleDownStabilizationSeconds?: number;
             /** @description Per-step budgets of the retirement protocol. */
             retirement?: {
-                /** @description Budget for every router to stop sending to the replica; defaults to 30. */
+                /**
+                 * Format: int32
+                 * @description Budget for every router to stop sending to the replica; defaults to 30.
+                 */
                 withdrawSeconds?: number;
-                /** @description Budget for in-flight requests to finish; defaults to 240. */
+                /**
+                 * Format: int32
+                 * @description Budget for in-flight requests to finish; defaults to 240.
+                 */
                 drainSeconds?: number;
-                /** @description Budget for the pods to go and their GPUs to show free; defaults to 30. */
+                /**
+                 * Format: int32
+                 * @description Budget for the pods to go and their GPUs to show free; defaults to 30.
+                 */
                 settleSeconds?: number;
             };
         };
@@ -2327,9 +2605,15 @@ export interface components {
             labels: {
                 [key: string]: string;
             };
-            /** @description Increases on every spec change */
+            /**
+             * Format: int64
+             * @description Increases on every spec change
+             */
             generation: number;
-            /** @description Increases on every change, spec or status; the ETag */
+            /**
+             * Format: int64
+             * @description Increases on every change, spec or status; the ETag
+             */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -2371,7 +2655,10 @@ export interface components {
             projectId: string;
             /** @description The role it works on. */
             role: string;
-            /** @description The replica index it works on (retire, restart); absent for a whole role (resize). */
+            /**
+             * Format: int64
+             * @description The replica index it works on (retire, restart); absent for a whole role (resize).
+             */
             replica?: number;
             /**
              * @description Pending → Running → Succeeded | Failed | Aborted; terminal phases are final.
@@ -2404,6 +2691,7 @@ export interface components {
                 [key: string]: unknown;
             };
             error?: components["schemas"]["OperationError"];
+            /** Format: int64 */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -2439,7 +2727,10 @@ export interface components {
             message: string;
         };
         ResizeRequest: {
-            /** @description The new data-parallel width (ranks): 2..elastic.maxWidth, not the current one. */
+            /**
+             * Format: int32
+             * @description The new data-parallel width (ranks): 2..elastic.maxWidth, not the current one.
+             */
             width: number;
         };
         DeploymentMetrics: {
@@ -2470,9 +2761,15 @@ export interface components {
             value?: number;
             /** @description e.g. `requests`, `ratio`, `ms`, `tokens/s`. */
             unit: string;
-            /** @description How many pods the value aggregates. */
+            /**
+             * Format: int32
+             * @description How many pods the value aggregates.
+             */
             podCount: number;
-            /** @description For an interval mean: the observations it averages (requests for `ttft_mean` and `queue_time_mean`, tokens for `itl_mean`). */
+            /**
+             * Format: int64
+             * @description For an interval mean: the observations it averages (requests for `ttft_mean` and `queue_time_mean`, tokens for `itl_mean`).
+             */
             samples?: number;
             /**
              * Format: date-time
@@ -2494,7 +2791,10 @@ export interface components {
             nextCursor: string | null;
         };
         Event: {
-            /** @description Global, increasing; resume a stream after it */
+            /**
+             * Format: int64
+             * @description Global, increasing; resume a stream after it
+             */
             seq: number;
             /** @description evt_…; also the webhook-id of its deliveries */
             id: string;
@@ -2516,7 +2816,10 @@ export interface components {
             nextCursor: string | null;
         };
         Revision: {
-            /** @description The generation this spec was */
+            /**
+             * Format: int64
+             * @description The generation this spec was
+             */
             generation: number;
             spec: components["schemas"]["DeploymentSpec"];
             /** @description Who wrote it: a user key, the autoscaler (an agent credential), or system (recorded before history existed) */
@@ -2531,11 +2834,17 @@ export interface components {
             };
             /** Format: date-time */
             createdAt: string;
-            /** @description Present when a rollback wrote it: the generation it restored */
+            /**
+             * Format: int64
+             * @description Present when a rollback wrote it: the generation it restored
+             */
             rollbackOf?: number;
         };
         RollbackRequest: {
-            /** @description The retained generation whose spec to restore */
+            /**
+             * Format: int32
+             * @description The retained generation whose spec to restore
+             */
             generation: number;
         };
         ClusterCreated: {
@@ -2551,6 +2860,7 @@ export interface components {
                  * @enum {string}
                  */
                 phase: "Pending" | "Connected" | "Disconnected";
+                /** Format: date-time */
                 lastHeartbeatAt: string | null;
                 agentVersion: string | null;
             };
@@ -2562,17 +2872,25 @@ export interface components {
                     namespaces: string[];
                 };
             } | null;
+            /** Format: int64 */
             resourceVersion: number;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         InventoryNode: {
             name: string;
             /** @description e.g. nvidia-h100-80gb; absent on nodes without GPUs */
             gpuType?: string;
+            /** Format: int32 */
             gpuCapacity: number;
+            /** Format: int32 */
             gpuAllocatable: number;
-            /** @description Allocatable GPUs no pod holds */
+            /**
+             * Format: int32
+             * @description Allocatable GPUs no pod holds
+             */
             gpuFree: number;
         };
         ClusterCreate: {
@@ -2612,7 +2930,10 @@ export interface components {
             };
         };
         DesiredState: {
-            /** @description Pass as ?since= on the next call */
+            /**
+             * Format: int64
+             * @description Pass as ?since= on the next call
+             */
             resourceVersion: number;
             items: {
                 deployment: components["schemas"]["Deployment"];
@@ -2626,6 +2947,7 @@ export interface components {
                 id: string;
                 name: string;
                 projectId: string;
+                /** Format: int64 */
                 resourceVersion: number;
             }[];
         };
@@ -2651,7 +2973,10 @@ export interface components {
             deploymentId: string;
             /** @description A role of that deployment. */
             role: string;
-            /** @description The replica index (retire, restart). */
+            /**
+             * Format: int32
+             * @description The replica index (retire, restart).
+             */
             replica?: number;
             /** @description The operation's inputs, e.g. `{ fromWidth, toWidth }` for a resize. */
             params?: {
@@ -2750,6 +3075,7 @@ export interface components {
              * @description After a rotation, until when deliveries are signed with the previous secret as well
              */
             previousSecretExpiresAt?: string;
+            /** Format: int64 */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -2803,6 +3129,7 @@ export interface components {
              * @description After a rotation, until when deliveries are signed with the previous secret as well
              */
             previousSecretExpiresAt?: string;
+            /** Format: int64 */
             resourceVersion: number;
             /** Format: date-time */
             createdAt: string;
@@ -2840,9 +3167,15 @@ export interface components {
         WebhookAttempt: {
             /** Format: date-time */
             attemptedAt: string;
-            /** @description The receiver's HTTP status; absent when no response came */
+            /**
+             * Format: int32
+             * @description The receiver's HTTP status; absent when no response came
+             */
             statusCode?: number;
-            /** @description From sending to the response headers (or to the error) */
+            /**
+             * Format: int64
+             * @description From sending to the response headers (or to the error)
+             */
             latencyMs: number;
             /** @description The first KiB of the response body */
             responseSnippet?: string;
@@ -2870,35 +3203,79 @@ export interface components {
                     name: string;
                     /** @description config.json fields, required when the catalogue does not know `name`. */
                     architecture?: {
-                        /** @description Transformer layers. */
+                        /**
+                         * Format: int64
+                         * @description Transformer layers.
+                         */
                         num_hidden_layers: number;
-                        /** @description Model width. */
+                        /**
+                         * Format: int64
+                         * @description Model width.
+                         */
                         hidden_size: number;
-                        /** @description Query heads. */
+                        /**
+                         * Format: int64
+                         * @description Query heads.
+                         */
                         num_attention_heads: number;
-                        /** @description KV heads; defaults to num_attention_heads (MHA). */
+                        /**
+                         * Format: int64
+                         * @description KV heads; defaults to num_attention_heads (MHA).
+                         */
                         num_key_value_heads?: number;
-                        /** @description Per-head width; defaults to hidden_size ÷ num_attention_heads. */
+                        /**
+                         * Format: int64
+                         * @description Per-head width; defaults to hidden_size ÷ num_attention_heads.
+                         */
                         head_dim?: number;
-                        /** @description Dense MLP width; needed unless the parameter counts are given. */
+                        /**
+                         * Format: int64
+                         * @description Dense MLP width; needed unless the parameter counts are given.
+                         */
                         intermediate_size?: number;
-                        /** @description Width of one expert's MLP (MoE). */
+                        /**
+                         * Format: int64
+                         * @description Width of one expert's MLP (MoE).
+                         */
                         moe_intermediate_size?: number;
-                        /** @description Routed experts per layer (also read from num_local_experts / n_routed_experts). */
+                        /**
+                         * Format: int64
+                         * @description Routed experts per layer (also read from num_local_experts / n_routed_experts).
+                         */
                         num_experts?: number;
+                        /** Format: int64 */
                         num_local_experts?: number;
+                        /** Format: int64 */
                         n_routed_experts?: number;
-                        /** @description Always-active shared experts (DeepSeek). */
+                        /**
+                         * Format: int64
+                         * @description Always-active shared experts (DeepSeek).
+                         */
                         n_shared_experts?: number;
-                        /** @description Experts each token is routed to. */
+                        /**
+                         * Format: int64
+                         * @description Experts each token is routed to.
+                         */
                         num_experts_per_tok?: number;
-                        /** @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer. */
+                        /**
+                         * Format: int64
+                         * @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer.
+                         */
                         kv_lora_rank?: number;
-                        /** @description MLA rotary part cached beside the latent. */
+                        /**
+                         * Format: int64
+                         * @description MLA rotary part cached beside the latent.
+                         */
                         qk_rope_head_dim?: number;
-                        /** @description Vocabulary; defaults to 32000 for the parameter estimate. */
+                        /**
+                         * Format: int64
+                         * @description Vocabulary; defaults to 32000 for the parameter estimate.
+                         */
                         vocab_size?: number;
-                        /** @description Context length; defaults to 8192. */
+                        /**
+                         * Format: int64
+                         * @description Context length; defaults to 8192.
+                         */
                         max_position_embeddings?: number;
                         /** @description `bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte). */
                         torch_dtype?: string;
@@ -2922,18 +3299,23 @@ export interface components {
                  */
                 workload?: {
                     /**
+                     * Format: int32
                      * @description Prompt tokens per request; defaults to 4000.
                      * @default 4000
                      */
                     inputTokens?: number;
                     /**
+                     * Format: int32
                      * @description Generated tokens per request; defaults to 1000.
                      * @default 1000
                      */
                     outputTokens?: number;
                     /** @description Arrival rate to serve within the SLA. */
                     requestsPerSecond?: number;
-                    /** @description Requests in flight to serve within the SLA. */
+                    /**
+                     * Format: int32
+                     * @description Requests in flight to serve within the SLA.
+                     */
                     concurrency?: number;
                 };
                 /**
@@ -2967,7 +3349,10 @@ export interface components {
                      * @enum {string}
                      */
                     gpuType?: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
-                    /** @description Most GPUs the deployment may use. */
+                    /**
+                     * Format: int32
+                     * @description Most GPUs the deployment may use.
+                     */
                     maxGpus?: number;
                 };
                 /**
@@ -2983,8 +3368,11 @@ export interface components {
                 };
             };
             status: components["schemas"]["DeploymentRequestStatus"];
+            /** Format: int64 */
             resourceVersion: number;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
             /** @description Admitted with reservations (an image tag naming no release, a known engine failure the spec matches); also sent as `Warning: 299` headers. Absent when there are none. */
             warnings?: string[];
@@ -3008,7 +3396,10 @@ export interface components {
             };
             /** @description Feasible shapes, best first (at most 20). */
             candidates: components["schemas"]["PlanCandidate"][];
-            /** @description Feasible shapes not listed. */
+            /**
+             * Format: int64
+             * @description Feasible shapes not listed.
+             */
             moreCandidates: number;
             /** @description Shapes that were evaluated and refused, with the reason. */
             rejected: components["schemas"]["PlanRejection"][];
@@ -3019,19 +3410,34 @@ export interface components {
                 predicted?: components["schemas"]["PlanPrediction"];
             };
             baseline: components["schemas"]["PlanBaseline"];
-            /** @description Shapes evaluated. */
+            /**
+             * Format: int64
+             * @description Shapes evaluated.
+             */
             searched: number;
-            /** @description Rank of the applied candidate. */
+            /**
+             * Format: int64
+             * @description Rank of the applied candidate.
+             */
             selected?: number;
             /** @description The deployment apply created (dep_…). */
             deploymentId?: string;
-            /** @description When planning finished. */
+            /**
+             * Format: date-time
+             * @description When planning finished.
+             */
             plannedAt: string;
         };
         PlanCandidate: {
-            /** @description 1 is the best. */
+            /**
+             * Format: int64
+             * @description 1 is the best.
+             */
             rank: number;
-            /** @description GPUs the whole deployment holds. */
+            /**
+             * Format: int64
+             * @description GPUs the whole deployment holds.
+             */
             gpus: number;
             shape: components["schemas"]["PlanShape"];
             /** @description The generated deployment spec; apply creates exactly this. */
@@ -3071,7 +3477,10 @@ export interface components {
                      * @enum {string}
                      */
                     policy?: "round_robin" | "least_load" | "cache_aware" | "session_affinity";
-                    /** @description Router pods; defaults to 1. */
+                    /**
+                     * Format: int32
+                     * @description Router pods; defaults to 1.
+                     */
                     replicas?: number;
                 };
                 /** @description KV-cache transfer between prefill and decode (PD/EPD only). */
@@ -3107,13 +3516,24 @@ export interface components {
             gpuType: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
             /** @enum {string} */
             mode: "aggregated" | "disaggregated";
-            /** @description TP of the server role, or of the decode role when disaggregated. */
+            /**
+             * Format: int64
+             * @description TP of the server role, or of the decode role when disaggregated.
+             */
             tensor: number;
+            /** Format: int64 */
             pipeline: number;
-            /** @description TP of the prefill role (disaggregated). */
+            /**
+             * Format: int64
+             * @description TP of the prefill role (disaggregated).
+             */
             prefillTensor?: number;
-            /** @description Server (or decode) replicas, once sized. */
+            /**
+             * Format: int64
+             * @description Server (or decode) replicas, once sized.
+             */
             replicas?: number;
+            /** Format: int64 */
             prefillReplicas?: number;
         };
         PlanPrediction: {
@@ -3135,6 +3555,7 @@ export interface components {
             shape: components["schemas"]["PlanShape"];
             /** @description Whether the fallback's TP holds 1.5 × the weights within one node. */
             fits: boolean;
+            /** Format: int64 */
             gpus: number;
             meetsSla: boolean;
             predicted?: components["schemas"]["PlanPrediction"];
@@ -3151,35 +3572,79 @@ export interface components {
                 name: string;
                 /** @description config.json fields, required when the catalogue does not know `name`. */
                 architecture?: {
-                    /** @description Transformer layers. */
+                    /**
+                     * Format: int64
+                     * @description Transformer layers.
+                     */
                     num_hidden_layers: number;
-                    /** @description Model width. */
+                    /**
+                     * Format: int64
+                     * @description Model width.
+                     */
                     hidden_size: number;
-                    /** @description Query heads. */
+                    /**
+                     * Format: int64
+                     * @description Query heads.
+                     */
                     num_attention_heads: number;
-                    /** @description KV heads; defaults to num_attention_heads (MHA). */
+                    /**
+                     * Format: int64
+                     * @description KV heads; defaults to num_attention_heads (MHA).
+                     */
                     num_key_value_heads?: number;
-                    /** @description Per-head width; defaults to hidden_size ÷ num_attention_heads. */
+                    /**
+                     * Format: int64
+                     * @description Per-head width; defaults to hidden_size ÷ num_attention_heads.
+                     */
                     head_dim?: number;
-                    /** @description Dense MLP width; needed unless the parameter counts are given. */
+                    /**
+                     * Format: int64
+                     * @description Dense MLP width; needed unless the parameter counts are given.
+                     */
                     intermediate_size?: number;
-                    /** @description Width of one expert's MLP (MoE). */
+                    /**
+                     * Format: int64
+                     * @description Width of one expert's MLP (MoE).
+                     */
                     moe_intermediate_size?: number;
-                    /** @description Routed experts per layer (also read from num_local_experts / n_routed_experts). */
+                    /**
+                     * Format: int64
+                     * @description Routed experts per layer (also read from num_local_experts / n_routed_experts).
+                     */
                     num_experts?: number;
+                    /** Format: int64 */
                     num_local_experts?: number;
+                    /** Format: int64 */
                     n_routed_experts?: number;
-                    /** @description Always-active shared experts (DeepSeek). */
+                    /**
+                     * Format: int64
+                     * @description Always-active shared experts (DeepSeek).
+                     */
                     n_shared_experts?: number;
-                    /** @description Experts each token is routed to. */
+                    /**
+                     * Format: int64
+                     * @description Experts each token is routed to.
+                     */
                     num_experts_per_tok?: number;
-                    /** @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer. */
+                    /**
+                     * Format: int64
+                     * @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer.
+                     */
                     kv_lora_rank?: number;
-                    /** @description MLA rotary part cached beside the latent. */
+                    /**
+                     * Format: int64
+                     * @description MLA rotary part cached beside the latent.
+                     */
                     qk_rope_head_dim?: number;
-                    /** @description Vocabulary; defaults to 32000 for the parameter estimate. */
+                    /**
+                     * Format: int64
+                     * @description Vocabulary; defaults to 32000 for the parameter estimate.
+                     */
                     vocab_size?: number;
-                    /** @description Context length; defaults to 8192. */
+                    /**
+                     * Format: int64
+                     * @description Context length; defaults to 8192.
+                     */
                     max_position_embeddings?: number;
                     /** @description `bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte). */
                     torch_dtype?: string;
@@ -3203,18 +3668,23 @@ export interface components {
              */
             workload?: {
                 /**
+                 * Format: int32
                  * @description Prompt tokens per request; defaults to 4000.
                  * @default 4000
                  */
                 inputTokens?: number;
                 /**
+                 * Format: int32
                  * @description Generated tokens per request; defaults to 1000.
                  * @default 1000
                  */
                 outputTokens?: number;
                 /** @description Arrival rate to serve within the SLA. */
                 requestsPerSecond?: number;
-                /** @description Requests in flight to serve within the SLA. */
+                /**
+                 * Format: int32
+                 * @description Requests in flight to serve within the SLA.
+                 */
                 concurrency?: number;
             };
             /**
@@ -3248,7 +3718,10 @@ export interface components {
                  * @enum {string}
                  */
                 gpuType?: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
-                /** @description Most GPUs the deployment may use. */
+                /**
+                 * Format: int32
+                 * @description Most GPUs the deployment may use.
+                 */
                 maxGpus?: number;
             };
             /**
@@ -3284,35 +3757,79 @@ export interface components {
                     name: string;
                     /** @description config.json fields, required when the catalogue does not know `name`. */
                     architecture?: {
-                        /** @description Transformer layers. */
+                        /**
+                         * Format: int64
+                         * @description Transformer layers.
+                         */
                         num_hidden_layers: number;
-                        /** @description Model width. */
+                        /**
+                         * Format: int64
+                         * @description Model width.
+                         */
                         hidden_size: number;
-                        /** @description Query heads. */
+                        /**
+                         * Format: int64
+                         * @description Query heads.
+                         */
                         num_attention_heads: number;
-                        /** @description KV heads; defaults to num_attention_heads (MHA). */
+                        /**
+                         * Format: int64
+                         * @description KV heads; defaults to num_attention_heads (MHA).
+                         */
                         num_key_value_heads?: number;
-                        /** @description Per-head width; defaults to hidden_size ÷ num_attention_heads. */
+                        /**
+                         * Format: int64
+                         * @description Per-head width; defaults to hidden_size ÷ num_attention_heads.
+                         */
                         head_dim?: number;
-                        /** @description Dense MLP width; needed unless the parameter counts are given. */
+                        /**
+                         * Format: int64
+                         * @description Dense MLP width; needed unless the parameter counts are given.
+                         */
                         intermediate_size?: number;
-                        /** @description Width of one expert's MLP (MoE). */
+                        /**
+                         * Format: int64
+                         * @description Width of one expert's MLP (MoE).
+                         */
                         moe_intermediate_size?: number;
-                        /** @description Routed experts per layer (also read from num_local_experts / n_routed_experts). */
+                        /**
+                         * Format: int64
+                         * @description Routed experts per layer (also read from num_local_experts / n_routed_experts).
+                         */
                         num_experts?: number;
+                        /** Format: int64 */
                         num_local_experts?: number;
+                        /** Format: int64 */
                         n_routed_experts?: number;
-                        /** @description Always-active shared experts (DeepSeek). */
+                        /**
+                         * Format: int64
+                         * @description Always-active shared experts (DeepSeek).
+                         */
                         n_shared_experts?: number;
-                        /** @description Experts each token is routed to. */
+                        /**
+                         * Format: int64
+                         * @description Experts each token is routed to.
+                         */
                         num_experts_per_tok?: number;
-                        /** @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer. */
+                        /**
+                         * Format: int64
+                         * @description MLA latent rank (DeepSeek); makes the KV cache one latent per token and layer.
+                         */
                         kv_lora_rank?: number;
-                        /** @description MLA rotary part cached beside the latent. */
+                        /**
+                         * Format: int64
+                         * @description MLA rotary part cached beside the latent.
+                         */
                         qk_rope_head_dim?: number;
-                        /** @description Vocabulary; defaults to 32000 for the parameter estimate. */
+                        /**
+                         * Format: int64
+                         * @description Vocabulary; defaults to 32000 for the parameter estimate.
+                         */
                         vocab_size?: number;
-                        /** @description Context length; defaults to 8192. */
+                        /**
+                         * Format: int64
+                         * @description Context length; defaults to 8192.
+                         */
                         max_position_embeddings?: number;
                         /** @description `bfloat16`/`float16` (2 bytes) or an FP8 checkpoint (`fp8`, 1 byte). */
                         torch_dtype?: string;
@@ -3336,18 +3853,23 @@ export interface components {
                  */
                 workload?: {
                     /**
+                     * Format: int32
                      * @description Prompt tokens per request; defaults to 4000.
                      * @default 4000
                      */
                     inputTokens?: number;
                     /**
+                     * Format: int32
                      * @description Generated tokens per request; defaults to 1000.
                      * @default 1000
                      */
                     outputTokens?: number;
                     /** @description Arrival rate to serve within the SLA. */
                     requestsPerSecond?: number;
-                    /** @description Requests in flight to serve within the SLA. */
+                    /**
+                     * Format: int32
+                     * @description Requests in flight to serve within the SLA.
+                     */
                     concurrency?: number;
                 };
                 /**
@@ -3381,7 +3903,10 @@ export interface components {
                      * @enum {string}
                      */
                     gpuType?: "nvidia-h100-80gb" | "nvidia-h100-pcie-80gb" | "nvidia-h200-141gb" | "nvidia-b200-180gb" | "nvidia-a100-40gb" | "nvidia-a100-80gb" | "nvidia-l40s-48gb" | "nvidia-l4-24gb" | "nvidia-a10g-24gb" | "amd-mi300x-192gb";
-                    /** @description Most GPUs the deployment may use. */
+                    /**
+                     * Format: int32
+                     * @description Most GPUs the deployment may use.
+                     */
                     maxGpus?: number;
                 };
                 /**
@@ -3397,12 +3922,18 @@ export interface components {
                 };
             };
             status: components["schemas"]["DeploymentRequestStatus"];
+            /** Format: int64 */
             resourceVersion: number;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         ApplyDeploymentRequest: {
-            /** @description Rank of the candidate to deploy; defaults to 1. */
+            /**
+             * Format: int32
+             * @description Rank of the candidate to deploy; defaults to 1.
+             */
             candidate?: number;
         };
         OperationList: {
@@ -3427,30 +3958,60 @@ export interface components {
             totalParamsB: number;
             /** @description Parameters used per token, billions (what compute and a batch-1 decode read); = total for dense. */
             activeParamsB: number;
-            /** @description `num_hidden_layers`. */
+            /**
+             * Format: int64
+             * @description `num_hidden_layers`.
+             */
             layers: number;
-            /** @description `hidden_size`. */
+            /**
+             * Format: int64
+             * @description `hidden_size`.
+             */
             hiddenSize: number;
-            /** @description `num_attention_heads`. */
+            /**
+             * Format: int64
+             * @description `num_attention_heads`.
+             */
             attentionHeads: number;
-            /** @description `num_key_value_heads` (GQA/MHA); for MLA the query heads, the cache holds one latent instead. */
+            /**
+             * Format: int64
+             * @description `num_key_value_heads` (GQA/MHA); for MLA the query heads, the cache holds one latent instead.
+             */
             kvHeads: number;
-            /** @description `head_dim`, or hidden ÷ heads where the config has none. */
+            /**
+             * Format: int64
+             * @description `head_dim`, or hidden ÷ heads where the config has none.
+             */
             headDim: number;
             /**
              * @description MHA (kv = query heads), GQA (fewer kv heads) or MLA (one compressed latent per token and layer).
              * @enum {string}
              */
             attention: "MHA" | "GQA" | "MLA";
-            /** @description MLA only: `kv_lora_rank + qk_rope_head_dim`, the width of the cached latent. */
+            /**
+             * Format: int64
+             * @description MLA only: `kv_lora_rank + qk_rope_head_dim`, the width of the cached latent.
+             */
             kvLatentDim?: number;
-            /** @description Routed experts per MoE layer (`num_experts`, `num_local_experts`, `n_routed_experts`). */
+            /**
+             * Format: int64
+             * @description Routed experts per MoE layer (`num_experts`, `num_local_experts`, `n_routed_experts`).
+             */
             experts?: number;
-            /** @description `num_experts_per_tok`. */
+            /**
+             * Format: int64
+             * @description `num_experts_per_tok`.
+             */
             expertsPerToken?: number;
-            /** @description `vocab_size`. */
+            /**
+             * Format: int64
+             * @description `vocab_size`.
+             */
             vocabSize: number;
-            /** @description `max_position_embeddings` (what `max_model_len` defaults to). */
+            /**
+             * Format: int64
+             * @description `max_position_embeddings` (what `max_model_len` defaults to).
+             */
             maxContext: number;
             /**
              * @description Dtype of the published weights.
@@ -3487,7 +4048,10 @@ export interface components {
                 /** @description Per GPU, per direction, GB/s. */
                 bandwidthGBs: number;
             };
-            /** @description GPUs in the usual server of this type. */
+            /**
+             * Format: int64
+             * @description GPUs in the usual server of this type.
+             */
             gpusPerNode: number;
             /** @description Where the figures come from. */
             source: string;
@@ -3563,11 +4127,19 @@ export interface components {
             source: string;
         };
         DispatchAnswer: {
-            /** @description Deliveries created from new events */
+            /**
+             * Format: int64
+             * @description Deliveries created from new events
+             */
             fannedOut: number;
+            /** Format: int64 */
             attempted: number;
+            /** Format: int64 */
             succeeded: number;
-            /** @description Attempts that did not succeed (the delivery may still be retried) */
+            /**
+             * Format: int64
+             * @description Attempts that did not succeed (the delivery may still be retried)
+             */
             failed: number;
             /** @description A batch was full: more work is probably waiting, so call again */
             more: boolean;
@@ -3576,7 +4148,16 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The quota policies that apply to this caller, as a structured-field list, e.g. `"default";q=600;w=60`. */
+        "RateLimit-Policy": string;
+        /** @description What is left of each policy's quota, as a structured-field list, e.g. `"default";r=599;t=60` (r remaining, t seconds to reset). */
+        RateLimit: string;
+        /** @description Seconds to wait before trying again (RFC 9110 §10.2.3). */
+        "Retry-After": number;
+        /** @description The caller's Origin, echoed only when BERTH_CORS_ORIGINS lists it exactly; absent otherwise (no CORS by default). */
+        "Access-Control-Allow-Origin": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -3593,10 +4174,21 @@ export interface operations {
             /** @description Alive */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3613,15 +4205,27 @@ export interface operations {
             /** @description Ready */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The database does not answer */
             503: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3645,6 +4249,9 @@ export interface operations {
             /** @description A page of projects */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3654,6 +4261,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3663,6 +4273,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3672,6 +4285,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3700,6 +4339,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3709,6 +4351,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3718,6 +4363,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3727,6 +4375,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3736,6 +4387,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3745,6 +4399,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3754,6 +4411,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3763,6 +4423,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3786,6 +4472,9 @@ export interface operations {
             /** @description The project */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3795,6 +4484,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3804,6 +4496,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3813,6 +4508,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3822,6 +4520,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3845,6 +4569,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3852,6 +4579,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3861,6 +4591,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3870,6 +4603,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3879,6 +4615,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3888,6 +4627,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3917,6 +4682,9 @@ export interface operations {
             /** @description The project */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3926,6 +4694,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3935,6 +4706,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3944,6 +4718,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3953,6 +4730,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3962,6 +4742,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3971,6 +4754,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3980,6 +4766,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4005,6 +4817,9 @@ export interface operations {
             /** @description A page of keys */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4014,6 +4829,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4023,6 +4841,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4032,6 +4853,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4060,6 +4907,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4069,6 +4919,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4078,6 +4931,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4087,6 +4943,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4105,6 +4964,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4114,6 +4976,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4123,6 +4988,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4146,6 +5037,9 @@ export interface operations {
             /** @description Revoked */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4153,6 +5047,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4162,6 +5059,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4171,6 +5071,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4180,6 +5083,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4215,6 +5144,9 @@ export interface operations {
             /** @description A page of deployments, or with watch=true an endless stream of notices whose SSE id is the resourceVersion */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4225,6 +5157,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4234,6 +5169,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4243,6 +5181,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4284,6 +5248,9 @@ export interface operations {
                     ETag?: string;
                     /** @description URL of the new deployment */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4293,6 +5260,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4302,6 +5272,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4311,6 +5284,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4320,6 +5296,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4329,6 +5308,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4338,6 +5320,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4347,6 +5332,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4375,6 +5386,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4384,6 +5398,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4393,6 +5410,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4402,6 +5422,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4411,6 +5434,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4420,6 +5446,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4456,6 +5508,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4465,6 +5520,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4474,6 +5532,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4483,6 +5544,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4492,6 +5556,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4501,6 +5568,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4510,6 +5580,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4519,6 +5592,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4528,6 +5604,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4537,6 +5616,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4566,6 +5671,9 @@ export interface operations {
             /** @description Deletion under way */
             202: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4575,6 +5683,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4582,6 +5693,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4591,6 +5705,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4600,6 +5717,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4609,6 +5729,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4618,6 +5741,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4627,6 +5753,32 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4664,6 +5816,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4673,6 +5828,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4682,6 +5840,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4691,6 +5852,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4700,6 +5864,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4709,6 +5876,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4718,6 +5888,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4727,6 +5900,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4736,6 +5912,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4745,6 +5924,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4775,6 +5980,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4784,6 +5992,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4793,6 +6004,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4802,6 +6016,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4811,6 +6028,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4820,6 +6040,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4829,6 +6052,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4838,6 +6064,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4878,6 +6130,9 @@ export interface operations {
                 headers: {
                     /** @description URL of the operation */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4887,6 +6142,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4896,6 +6154,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4905,6 +6166,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4914,6 +6178,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4923,6 +6190,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4932,6 +6202,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4941,6 +6214,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4950,6 +6226,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4959,6 +6238,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4985,6 +6290,9 @@ export interface operations {
             /** @description The latest metrics */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4994,6 +6302,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5003,6 +6314,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5012,6 +6326,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5021,6 +6338,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5030,6 +6350,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5060,6 +6406,9 @@ export interface operations {
             /** @description A page of deployment.scaled events */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5069,6 +6418,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5078,6 +6430,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5087,6 +6442,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5096,6 +6454,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5105,6 +6466,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5135,6 +6522,9 @@ export interface operations {
             /** @description A page of revisions */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5144,6 +6534,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5153,6 +6546,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5162,6 +6558,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5171,6 +6570,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5180,6 +6582,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5218,6 +6646,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5227,6 +6658,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5236,6 +6670,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5245,6 +6682,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5254,6 +6694,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5263,6 +6706,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5272,6 +6718,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5281,6 +6730,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5290,6 +6742,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5299,6 +6754,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5324,6 +6805,9 @@ export interface operations {
             /** @description A page of clusters */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5333,6 +6817,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5342,6 +6829,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5351,6 +6841,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5379,6 +6895,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5388,6 +6907,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5397,6 +6919,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5406,6 +6931,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5415,6 +6943,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5424,6 +6955,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5433,6 +6967,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5442,6 +6979,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5464,6 +7027,9 @@ export interface operations {
             /** @description The cluster */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5473,6 +7039,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5482,6 +7051,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5491,6 +7063,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5500,6 +7075,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5594,6 +7195,9 @@ export interface operations {
             /** @description The credential; shown once */
             201: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5603,6 +7207,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5612,6 +7219,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5621,6 +7231,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5630,6 +7243,32 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5776,6 +7415,9 @@ export interface operations {
             /** @description The cluster as now recorded */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5785,6 +7427,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5794,6 +7439,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5803,6 +7451,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5812,6 +7463,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5830,6 +7484,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5839,6 +7496,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5848,6 +7508,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5871,6 +7557,9 @@ export interface operations {
             /** @description Desired state */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5880,6 +7569,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5889,6 +7581,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5898,6 +7593,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5929,6 +7650,9 @@ export interface operations {
             /** @description The record is removed */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5936,6 +7660,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5945,6 +7672,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5954,6 +7684,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5963,6 +7696,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5972,6 +7708,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6000,6 +7762,9 @@ export interface operations {
             /** @description Recorded */
             202: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6007,6 +7772,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6016,6 +7784,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6025,6 +7796,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6034,6 +7808,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6052,6 +7829,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6061,6 +7841,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6070,6 +7853,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6101,6 +7910,9 @@ export interface operations {
             /** @description A page of operations, oldest first */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6110,6 +7922,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6119,6 +7934,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6128,6 +7946,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6160,6 +8004,9 @@ export interface operations {
                     ETag?: string;
                     /** @description URL of the operation */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6169,6 +8016,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6178,6 +8028,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6187,6 +8040,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6196,6 +8052,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6205,6 +8064,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6214,6 +8076,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6223,6 +8088,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6232,6 +8100,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6263,6 +8157,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6272,6 +8169,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6281,6 +8181,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6290,6 +8193,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6299,6 +8205,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6308,6 +8217,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6317,6 +8229,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6326,6 +8241,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6335,6 +8253,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6363,6 +8307,9 @@ export interface operations {
             /** @description As stored */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6372,6 +8319,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6381,6 +8331,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6390,6 +8343,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6399,6 +8355,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6408,6 +8367,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6417,6 +8379,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6426,6 +8391,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6502,6 +8493,9 @@ export interface operations {
             /** @description A page of events */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6511,6 +8505,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6520,6 +8517,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6529,6 +8529,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6565,6 +8591,9 @@ export interface operations {
             /** @description An endless text/event-stream */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6574,6 +8603,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6583,6 +8615,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6592,6 +8627,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6628,6 +8689,9 @@ export interface operations {
             /** @description A page of endpoints */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6637,6 +8701,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6646,6 +8713,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6655,6 +8725,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6687,6 +8783,9 @@ export interface operations {
                     ETag?: string;
                     /** @description URL of the new endpoint */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6696,6 +8795,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6705,6 +8807,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6714,6 +8819,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6732,6 +8840,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6741,6 +8852,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6750,6 +8864,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6775,6 +8915,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6784,6 +8927,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6793,6 +8939,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6802,6 +8951,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6811,6 +8963,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6834,6 +9012,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6841,6 +9022,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6850,6 +9034,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6859,6 +9046,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6868,6 +9058,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6902,6 +9118,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6911,6 +9130,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6920,6 +9142,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6929,6 +9154,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6938,6 +9166,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6947,6 +9178,9 @@ export interface operations {
             /** @description If-Match does not match the current ETag */
             412: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6956,6 +9190,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6965,6 +9202,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6974,6 +9214,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7000,6 +9266,9 @@ export interface operations {
             /** @description The endpoint with its new secret */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7009,6 +9278,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7018,6 +9290,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7027,6 +9302,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7036,6 +9314,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7080,6 +9384,9 @@ export interface operations {
             /** @description The delivery, pending */
             202: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7089,6 +9396,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7098,6 +9408,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7107,6 +9420,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7116,6 +9432,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7125,6 +9444,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7164,6 +9509,9 @@ export interface operations {
             /** @description A page of deliveries */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7173,6 +9521,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7182,6 +9533,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7191,6 +9545,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7200,6 +9557,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7228,6 +9611,9 @@ export interface operations {
             /** @description The delivery, pending again */
             202: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7237,6 +9623,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7246,6 +9635,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7255,6 +9647,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7264,6 +9659,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7273,6 +9671,32 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7309,6 +9733,9 @@ export interface operations {
             /** @description A page of requests */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7318,6 +9745,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7327,6 +9757,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7336,6 +9769,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7368,6 +9827,9 @@ export interface operations {
                     ETag?: string;
                     /** @description URL of the new request */
                     Location?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7377,6 +9839,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7386,6 +9851,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7395,6 +9863,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7404,6 +9875,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7413,6 +9887,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7422,6 +9899,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7431,6 +9911,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7456,6 +9962,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7465,6 +9974,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7474,6 +9986,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7483,6 +9998,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7492,6 +10010,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7515,6 +10059,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7522,6 +10069,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7531,6 +10081,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7540,6 +10093,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7549,6 +10105,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7582,6 +10164,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7591,6 +10176,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7600,6 +10188,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7609,6 +10200,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7618,6 +10212,9 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7627,6 +10224,9 @@ export interface operations {
             /** @description Conflicts with the current state */
             409: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7636,6 +10236,9 @@ export interface operations {
             /** @description Body larger than 1 MiB */
             413: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7645,6 +10248,9 @@ export interface operations {
             /** @description Content type not accepted */
             415: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7654,6 +10260,32 @@ export interface operations {
             /** @description Well-formed but refused by admission, or an Idempotency-Key reused for another request */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7687,6 +10319,9 @@ export interface operations {
             /** @description A page of operations */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7696,6 +10331,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7705,6 +10343,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7714,6 +10355,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7739,6 +10406,9 @@ export interface operations {
                 headers: {
                     /** @description The resource version, quoted: "<resourceVersion>" */
                     ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7748,6 +10418,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7757,6 +10430,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7766,6 +10442,9 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7775,6 +10454,32 @@ export interface operations {
             /** @description Not found, or not visible to this key */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7795,6 +10500,9 @@ export interface operations {
             /** @description The model catalogue */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7804,6 +10512,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7813,6 +10524,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7822,6 +10536,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7842,6 +10582,9 @@ export interface operations {
             /** @description The GPU catalogue */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7851,6 +10594,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7860,6 +10606,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7869,6 +10618,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7889,6 +10664,9 @@ export interface operations {
             /** @description The engine compatibility table */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7898,6 +10676,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7907,6 +10688,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7916,6 +10700,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7942,6 +10752,9 @@ export interface operations {
             /** @description What the pass did */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7951,6 +10764,9 @@ export interface operations {
             /** @description The request is malformed: bad JSON, unknown or mistyped fields, bad parameters */
             400: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7960,6 +10776,9 @@ export interface operations {
             /** @description No valid bearer key */
             401: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7969,6 +10788,32 @@ export interface operations {
             /** @description The key may not do this, or the project's GPU quota would be exceeded */
             403: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key or address; wait for Retry-After seconds */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the problem's instance is the request id to report */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
                 content: {
