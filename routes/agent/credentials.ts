@@ -4,6 +4,7 @@ import { z } from "zod";
 import { serviceContext, type AppEnv } from "../../src/api/env.ts";
 import { AUTH_PROBLEMS, bearerSecurity, jsonContent, problems } from "../../src/api/route-kit.ts";
 import { rotateAgentCredential } from "../../src/services/clusters/agent-credentials.ts";
+import { id, LIMITS, text, timestamp } from "../../src/domain/limits.ts";
 
 const route = createRoute({
   tags: ["Agent"],
@@ -18,9 +19,9 @@ const route = createRoute({
     201: jsonContent(
       z
         .object({
-          clusterId: z.string(),
-          token: z.string().describe("The new credential (ba_…); shown once"),
-          previousExpiresAt: z.string().describe("When the calling credential stops working"),
+          clusterId: id(),
+          token: text(LIMITS.token).describe("The new credential (ba_…); shown once"),
+          previousExpiresAt: timestamp().describe("When the calling credential stops working"),
         })
         .meta({ id: "AgentCredentialRotated" }),
       "The new credential",

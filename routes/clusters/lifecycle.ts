@@ -7,6 +7,7 @@ import { AUTH_PROBLEMS, bearerSecurity, jsonContent, problems } from "../../src/
 import { Cluster } from "../../src/domain/cluster.ts";
 import { issueJoinToken, revokeAgentCredentials } from "../../src/services/clusters/agent-credentials.ts";
 import { deleteCluster } from "../../src/services/clusters/delete-cluster.ts";
+import { counter, id, LIMITS, text, timestamp } from "../../src/domain/limits.ts";
 
 const ClusterParams = z.object({ id: z.string().max(64).meta({ param: { name: "id", in: "path" }, description: "Cluster id" }) });
 const base = { tags: ["Clusters"], security: bearerSecurity };
@@ -23,7 +24,7 @@ export function registerClusterLifecycleRoutes(app: OpenAPIHono<AppEnv>) {
       request: { params: ClusterParams },
       responses: {
         200: jsonContent(
-          z.object({ cluster: Cluster, joinToken: z.string(), expiresAt: z.string() }).meta({ id: "ClusterJoinToken" }),
+          z.object({ cluster: Cluster, joinToken: text(LIMITS.token), expiresAt: timestamp() }).meta({ id: "ClusterJoinToken" }),
           "The token, shown only now",
         ),
         ...problems(...AUTH_PROBLEMS, 404),
@@ -44,7 +45,7 @@ export function registerClusterLifecycleRoutes(app: OpenAPIHono<AppEnv>) {
       request: { params: ClusterParams },
       responses: {
         200: jsonContent(
-          z.object({ clusterId: z.string(), revoked: z.number().int().describe("Credentials revoked by this call") }).meta({
+          z.object({ clusterId: id(), revoked: counter().describe("Credentials revoked by this call") }).meta({
             id: "ClusterCredentialsRevoked",
           }),
           "What was revoked",

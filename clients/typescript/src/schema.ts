@@ -2911,11 +2911,15 @@ export interface components {
         ClusterJoinToken: {
             cluster: components["schemas"]["Cluster"];
             joinToken: string;
+            /** Format: date-time */
             expiresAt: string;
         };
         ClusterCredentialsRevoked: {
             clusterId: string;
-            /** @description Credentials revoked by this call */
+            /**
+             * Format: int64
+             * @description Credentials revoked by this call
+             */
             revoked: number;
         };
         Heartbeat: {
@@ -3042,7 +3046,10 @@ export interface components {
             clusterId: string;
             /** @description The new credential (ba_…); shown once */
             token: string;
-            /** @description When the calling credential stops working */
+            /**
+             * Format: date-time
+             * @description When the calling credential stops working
+             */
             previousExpiresAt: string;
         };
         EventList: {
