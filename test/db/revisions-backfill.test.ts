@@ -1,40 +1,23 @@
 // Migration 0007 backfills a revision for every deployment that existed before revisions were
 // recorded, so no deployment's history is empty: migrate a PGlite database to 0006, write a
 // deployment the way berth did then, and apply the rest.
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { PGlite } from "@electric-sql/pglite";
-import { drizzle } from "drizzle-orm/pglite";
-import { migrate } from "drizzle-orm/pglite/migrator";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { deploymentRevisions, deployments } from "../../db/schema.ts";
+import { openBefore, type OlderSchema } from "../support/older-schema.ts";
 
-const migrations = fileURLToPath(new URL("../../db/migrations", import.meta.url));
-let dir: string;
-let client: PGlite;
+let older: OlderSchema;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "berth-migrations-"));
-  await cp(migrations, dir, { recursive: true });
-  const journalPath = join(dir, "meta", "_journal.json");
-  const journal = JSON.parse(await readFile(journalPath, "utf8")) as { entries: { tag: string }[] };
-  const upTo = journal.entries.findIndex((entry) => entry.tag.startsWith("0007_"));
-  expect(upTo).toBeGreaterThan(0);
-  await writeFile(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, upTo) }));
-  client = new PGlite();
-  await client.waitReady;
+  older = await openBefore("0007_revisions");
 });
 
 afterAll(async () => {
-  await client?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await older?.close();
 });
 
 it("gives each existing deployment its current generation as a revision by actor system", async () => {
-  const db = drizzle(client);
-  await migrate(db, { migrationsFolder: dir });
+  const { db, client } = older;
+  await older.migrateBefore();
   const then = new Date("2026-10-01T08:00:00.000Z");
   // The projects table as of 0006 (today's schema has columns added later): plain SQL.
   await client.query(
@@ -59,7 +42,7 @@ it("gives each existing deployment its current generation as a revision by actor
     createdAt: then,
     updatedAt: edited,
   });
-  await migrate(db, { migrationsFolder: migrations });
+  await older.migrateRest();
   expect(await db.select().from(deploymentRevisions)).toEqual([
     { deploymentId: "dep_old", generation: 4, spec, actor: { kind: "system" }, rollbackOf: null, createdAt: edited },
   ]);

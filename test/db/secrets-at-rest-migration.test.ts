@@ -2,44 +2,27 @@
 // before secrets were sealed: migrate a PGlite database to just before 0010, store a webhook
 // endpoint with clear-text secrets and a completed Idempotency-Key answer, apply the rest.
 // The stored answer is forgotten; the secrets are sealed by the step, cleared, and still sign.
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { PGlite } from "@electric-sql/pglite";
-import { drizzle } from "drizzle-orm/pglite";
-import { migrate } from "drizzle-orm/pglite/migrator";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Db } from "../../db/client.ts";
 import { idempotencyKeys, webhookEndpoints } from "../../db/schema.ts";
 import { DEFAULT_APP_CONFIG } from "../../src/services/context.ts";
 import { openEndpointSecrets, sealEndpointSecrets } from "../../src/services/webhooks/endpoint-secrets.ts";
 import { TEST_SECRET_KEYS } from "../support/secret-key.ts";
+import { openBefore, type OlderSchema } from "../support/older-schema.ts";
 
-const migrations = fileURLToPath(new URL("../../db/migrations", import.meta.url));
-let dir: string;
-let client: PGlite;
+let older: OlderSchema;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "berth-migrations-"));
-  await cp(migrations, dir, { recursive: true });
-  const journalPath = join(dir, "meta", "_journal.json");
-  const journal = JSON.parse(await readFile(journalPath, "utf8")) as { entries: { tag: string }[] };
-  const upTo = journal.entries.findIndex((entry) => entry.tag === "0010_secrets_at_rest");
-  expect(upTo).toBeGreaterThan(0);
-  await writeFile(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, upTo) }));
-  client = new PGlite();
-  await client.waitReady;
+  older = await openBefore("0010_secrets_at_rest");
 });
 
 afterAll(async () => {
-  await client?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await older?.close();
 });
 
 it("forgets clear-text stored answers and seals clear-text webhook secrets on the first start", async () => {
-  const db = drizzle(client);
-  await migrate(db, { migrationsFolder: dir });
+  const { db, client } = older;
+  await older.migrateBefore();
   const at = new Date("2026-11-01T08:00:00.000Z").toISOString();
   const secret = "whsec_b2xkLWN1cnJlbnQtc2VjcmV0LTAxMjM0NTY3ODk=";
   const previous = "whsec_b2xkLXByZXZpb3VzLXNlY3JldC0wMTIzNDU2Nzg=";
@@ -57,7 +40,7 @@ it("forgets clear-text stored answers and seals clear-text webhook secrets on th
     [at],
   );
 
-  await migrate(db, { migrationsFolder: migrations });
+  await older.migrateRest();
   expect((await db.select().from(idempotencyKeys)).map((row) => row.key)).toEqual(["k-running"]);
 
   const ctx = { db: db as unknown as Db, config: { ...DEFAULT_APP_CONFIG, secretKeys: TEST_SECRET_KEYS } };
