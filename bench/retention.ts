@@ -100,7 +100,7 @@ async function runCase(driver: "pglite" | "postgres", url: string, windows: Rete
   const config: AppConfig = {
     ...DEFAULT_APP_CONFIG,
     adminToken: ADMIN_TOKEN,
-    webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true },
+    webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true, allowHttp: true },
     // As the serve entries configure it (src/api/start.ts).
     retention: { ...DEFAULT_APP_CONFIG.retention, windows, vacuumAfterPurge: driver === "pglite" },
   };

@@ -112,7 +112,8 @@ async function startServe(databaseUrl: string): Promise<{ child: ChildProcess; u
       DATABASE_URL: databaseUrl,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
       BERTH_SECRET_KEY: generateSecretKey(), // required with PostgreSQL (docs/design.md §14.3)
-      BERTH_WEBHOOK_ALLOW_PRIVATE: "true", // the receiver is on loopback
+      BERTH_WEBHOOK_ALLOW_PRIVATE: "true", // the receiver is on loopback, over http
+      BERTH_WEBHOOK_ALLOW_HTTP: "true",
       LOG_LEVEL: "info", // for the listen line; the dispatcher logs nothing per delivery
     },
   });

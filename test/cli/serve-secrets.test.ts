@@ -35,7 +35,7 @@ describe("the server key of a PGlite installation", () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it("is generated once into the data directory (0600), logged, and used again after a restart", async () => {
-    const env = { BERTH_SECRET_KEY: "", BERTH_WEBHOOK_ALLOW_PRIVATE: "true" };
+    const env = { BERTH_SECRET_KEY: "", BERTH_WEBHOOK_ALLOW_PRIVATE: "true", BERTH_WEBHOOK_ALLOW_HTTP: "true" };
     const first = await startBerthServer(env, { dataDir });
     let webhookId: string;
     try {
@@ -88,7 +88,7 @@ describe("`berth serve` on PostgreSQL", () => {
   }, 90_000);
 
   it("logs no token, secret or SQL parameter, through successes, refusals and 5xx errors", async () => {
-    const server = await startBerthServer({ DATABASE_URL: database.url, BERTH_SECRET_KEY: TEST_SECRET_KEY, BERTH_WEBHOOK_ALLOW_PRIVATE: "true" });
+    const server = await startBerthServer({ DATABASE_URL: database.url, BERTH_SECRET_KEY: TEST_SECRET_KEY, BERTH_WEBHOOK_ALLOW_PRIVATE: "true", BERTH_WEBHOOK_ALLOW_HTTP: "true" });
     const secrets: string[] = [server.adminToken];
     try {
       const key = await call(server, "POST", "/v1/api-keys", { body: { name: "logs", role: "admin" }, headers: { "Idempotency-Key": "logs-1" } });

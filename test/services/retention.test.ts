@@ -12,7 +12,7 @@ import { purgeRetention } from "../../src/services/retention/purge-retention.ts"
 import { createTestApi, deploymentBody, type TestApi } from "../support/api-harness.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
-const CONFIG: AppConfig = { ...DEFAULT_APP_CONFIG, webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true } };
+const CONFIG: AppConfig = { ...DEFAULT_APP_CONFIG, webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true, allowHttp: true } };
 
 describe.each(["pglite", "postgres"] as const)("retention on %s", (driver) => {
   let api: TestApi;
