@@ -14,6 +14,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import { generateSecretKey } from "../src/domain/secret-envelope.ts";
 import { startPostgresServer } from "../test/support/postgres-server.ts";
 import { call, stopChild } from "./support/api-process.ts";
 import { printTable } from "./support/table.ts";
@@ -87,10 +88,12 @@ async function measure(driver: string, name: string, url: string, token: string)
 
 // Editors get a bucket that never runs dry in a case; viewers one token a minute.
 const LIMITS = { BERTH_RATE_LIMIT_EDITOR: "1000000", BERTH_RATE_LIMIT_VIEWER: "1", BERTH_RATE_LIMIT_ADDRESS: "1" };
+// Required with PostgreSQL (docs/design.md §14.3); one for both instances, which may share a database.
+const SECRET_KEY = { BERTH_SECRET_KEY: generateSecretKey() };
 
 async function runDriver(driver: "postgres" | "pglite", urls: { off: string; on: string }): Promise<CaseResult[]> {
-  const off = await startApi({ DATABASE_URL: urls.off, BERTH_RATE_LIMIT: "false", ...LIMITS });
-  const on = await startApi({ DATABASE_URL: urls.on, BERTH_RATE_LIMIT: "true", BERTH_MIGRATE: driver === "pglite" ? "true" : "false", ...LIMITS });
+  const off = await startApi({ DATABASE_URL: urls.off, BERTH_RATE_LIMIT: "false", ...LIMITS, ...SECRET_KEY });
+  const on = await startApi({ DATABASE_URL: urls.on, BERTH_RATE_LIMIT: "true", BERTH_MIGRATE: driver === "pglite" ? "true" : "false", ...LIMITS, ...SECRET_KEY });
   try {
     const seededOff = await seed(off.url);
     const seededOn = driver === "pglite" ? await seed(on.url) : seededOff;

@@ -20,6 +20,7 @@ import { createDatabase, type Database } from "../db/client.ts";
 import { createApp } from "../src/api/app.ts";
 import { nodeWebhookTransport } from "../src/api/webhook-transport-node.ts";
 import type { RetentionWindows } from "../src/domain/retention.ts";
+import { decodeSecretKey, generateSecretKey, loadKeyring } from "../src/domain/secret-envelope.ts";
 import { bootstrapInstallation } from "../src/services/bootstrap.ts";
 import { DEFAULT_APP_CONFIG, type AppConfig } from "../src/services/context.ts";
 import { runMaintenance } from "../src/services/maintenance.ts";
@@ -100,6 +101,8 @@ async function runCase(driver: "pglite" | "postgres", url: string, windows: Rete
   const config: AppConfig = {
     ...DEFAULT_APP_CONFIG,
     adminToken: ADMIN_TOKEN,
+    // Seals webhook secrets and stored Idempotency-Key answers, as the serve entries' key does (§14.3).
+    secretKeys: await loadKeyring(decodeSecretKey(generateSecretKey())),
     webhooks: { ...DEFAULT_APP_CONFIG.webhooks, allowPrivateAddresses: true, allowHttp: true },
     // As the serve entries configure it (src/api/start.ts).
     retention: { ...DEFAULT_APP_CONFIG.retention, windows, vacuumAfterPurge: driver === "pglite" },
