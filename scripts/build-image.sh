@@ -116,7 +116,12 @@ previous=$(podman image inspect --format '{{.Id}}' "$TAG" 2>/dev/null || true)
 # namespaces); the npm cache is bind-mounted read-write but npm --offline only reads from it.
 # No --layers: committing every step's layer (node_modules twice) cost minutes on a clean
 # machine, more than the offline npm installs a cached layer would save on a rerun.
+# RUN steps get this shell's own open-file limit: npm ci reads its cache with many files open at
+# once (EMFILE under buildah's lower default once the lockfile passed ~800 packages).
+nofile=$(ulimit -Hn)
+[[ $nofile == unlimited ]] && nofile=1048576
 buildah bud --isolation chroot \
+  --ulimit "nofile=$nofile:$nofile" \
   --build-arg BASE_IMAGE="$RUNTIME_BASE" \
   --build-arg BUILD_IMAGE="$BUILD_BASE" \
   --build-arg VERSION="$VERSION" \

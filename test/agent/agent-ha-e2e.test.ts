@@ -162,7 +162,8 @@ describe("agent high availability with Lease leader election", () => {
     process.stderr.write(`[agent-ha] SIGTERM → standby holds the Lease after ${takeoverMs} ms (bound ${RETRY_PERIOD_MS} ms + ${LATENCY_MARGIN_MS} ms)\n`);
     // Well under a lease duration: the release, not an expiry, handed it over.
     expect(takeoverMs).toBeLessThan(RETRY_PERIOD_MS + LATENCY_MARGIN_MS);
-    expect(c.stderr()).toContain('"msg":"became leader"');
+    // The Lease update is answered before agent-c logs it: wait (bounded) for the line.
+    await eventually(() => `agent-c logging "became leader"; stderr:\n${c.stderr()}`, async () => c.stderr().includes('"msg":"became leader"'), 10_000, 50);
 
     // The new leader reconciles: a scale-up converges.
     const id = deploymentId;

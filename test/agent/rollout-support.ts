@@ -154,10 +154,18 @@ export const waitConverged = (call: AdminCall, id: string, replicas: number, { i
     timeoutMs,
   );
 
-/** A merge patch of the deployment's spec (built from the current one), guarded by its ETag; expects 200. */
+/**
+ * A merge patch of the deployment's spec (built from the current one), guarded by its ETag;
+ * expects 200. The agent writes status meanwhile, which moves the ETag: a 412 reads again and
+ * retries, as any If-Match client does (at most 5 rounds).
+ */
 export async function patchSpec(call: AdminCall, id: string, patch: (spec: { engine: object; roles: object[] }) => object) {
-  const current = await call("GET", `/v1/deployments/${id}`);
-  const patched = await call("PATCH", `/v1/deployments/${id}`, { spec: patch(current.body.spec) }, { "Content-Type": "application/merge-patch+json", "If-Match": current.etag! });
-  expect(patched.status, JSON.stringify(patched.body)).toBe(200);
-  return patched.body;
+  let patched: Awaited<ReturnType<AdminCall>> | undefined;
+  for (let round = 0; round < 5; round++) {
+    const current = await call("GET", `/v1/deployments/${id}`);
+    patched = await call("PATCH", `/v1/deployments/${id}`, { spec: patch(current.body.spec) }, { "Content-Type": "application/merge-patch+json", "If-Match": current.etag! });
+    if (patched.status !== 412) break;
+  }
+  expect(patched!.status, JSON.stringify(patched!.body)).toBe(200);
+  return patched!.body;
 }
