@@ -199,7 +199,8 @@ export function validateAdmission(request: AdmissionAttributes, objects: Admissi
     oldObject: objects.oldObject ?? null,
     namespaceObject: objects.namespaceObject ?? null,
     params: null,
-    request: { ...request, requestKind: request.kind, requestResource: request.resource, subResource: request.subResource ?? "", namespace: request.namespace ?? "" },
+    // Like kube-apiserver's, the request omits an empty subResource and namespace: reading one is an error.
+    request: { ...request, requestKind: request.kind, requestResource: request.resource },
   }) as Record<string, unknown>;
   const sorted = [...stored.bindings].sort((a, b) => (a.metadata.name! < b.metadata.name! ? -1 : 1));
   for (const binding of sorted) {
@@ -215,19 +216,23 @@ export function validateAdmission(request: AdmissionAttributes, objects: Admissi
     const actions = (bindingSpec.validationActions ?? []) as string[];
     const [policyName, bindingName] = [policy.metadata.name!, binding.metadata.name!];
     if (actions.includes("Warn")) warnings.push(`Validation failed for ValidatingAdmissionPolicy '${policyName}' with binding '${bindingName}': ${violation.message}`);
-    if (actions.includes("Deny")) return { error: denied(request, policyName, bindingName, violation), warnings };
+    if (actions.includes("Deny")) return { error: denied(request, objects, policyName, bindingName, violation), warnings };
   }
   return { warnings };
 }
 
-/** admission.NewForbidden with the validation's reason and its code, as the policy dispatcher answers. */
-function denied(request: AdmissionAttributes, policy: string, binding: string, violation: Violation): ApiError {
+/**
+ * admission.NewForbidden with the validation's reason and its code, as the policy dispatcher answers;
+ * the name as extractResourceName finds it (a deletecollection's objects are admitted without one).
+ */
+function denied(request: AdmissionAttributes, objects: AdmissionObjects, policy: string, binding: string, violation: Violation): ApiError {
   const why = `ValidatingAdmissionPolicy '${policy}' with binding '${binding}' denied request: ${violation.message}`;
   const { group, resource } = request.resource;
   const qualified = group ? `${resource}.${group}` : resource;
-  const message = request.name ? `${qualified} ${JSON.stringify(request.name)} is forbidden: ${why}` : `${qualified} is forbidden: ${why}`;
+  const name = request.name || objects.object?.metadata.name || objects.object?.metadata.generateName || "Unknown";
+  const message = `${qualified} ${JSON.stringify(name)} is forbidden: ${why}`;
   return new ApiError(reasonCode(violation.reason), violation.reason, message, {
-    ...(request.name && { name: request.name }),
+    name,
     ...(group && { group }),
     kind: resource,
     causes: [{ message: why }],

@@ -323,10 +323,12 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     const method = req.method ?? "GET";
     const dryRun = params.get("dryRun") === "All";
     const admissionWarnings: string[] = [];
-    const admit = (operation: Operation) => (object: KubeObject | undefined, old: KubeObject | undefined) => {
+    const admit = (operation: Operation, inCollection = false) => (object: KubeObject | undefined, old: KubeObject | undefined) => {
       const subject = object ?? old!;
       const objectNamespace = resource.namespaced ? (subject.metadata.namespace ?? namespace) : undefined;
-      const attributes = admissionAttributes({ operation, resource, subresource, namespace: objectNamespace, name: subject.metadata.name ?? "", user, dryRun });
+      // kube-apiserver admits each object of a deletecollection without its name.
+      const name = inCollection ? "" : (subject.metadata.name ?? "");
+      const attributes = admissionAttributes({ operation, resource, subresource, namespace: objectNamespace, name, user, dryRun });
       const namespaceObject = objectNamespace ? registry.find(resourceOf("namespaces"), undefined, objectNamespace) : undefined;
       const result = validateAdmission(attributes, { object, oldObject: old, namespaceObject }, policies());
       admissionWarnings.push(...result.warnings);
@@ -359,7 +361,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         const selection = { labelSelector: params.get("labelSelector") ?? undefined, fieldSelector: params.get("fieldSelector") ?? undefined };
         const deleting = await deleteOptions(req, params);
         // Each object is admitted as its own DELETE, all before any goes: one refusal deletes nothing.
-        for (const object of registry.list(resource, namespace, selection).items) admit("DELETE")(undefined, object);
+        for (const object of registry.list(resource, namespace, selection).items) admit("DELETE", true)(undefined, object);
         const deleted = await registry.deleteCollection(resource, namespace, selection, deleting);
         return send(res, 200, { apiVersion: groupVersion(resource), kind: `${resource.kind}List`, metadata: {}, items: deleted.map(stripTypeMeta) }, admissionWarnings);
       }

@@ -45,11 +45,12 @@ export const serviceAccountUser = (namespace: string, name: string, uid?: string
 });
 
 /** The validated `spec.expirationSeconds` of a TokenRequest body (pure). */
-export function expirationOf(body: unknown, accountName = ""): number {
+export function expirationOf(body: unknown): number {
   const spec = ((body as Record<string, any> | null)?.spec ?? {}) as Record<string, unknown>;
   const seconds = spec.expirationSeconds ?? DEFAULT_EXPIRATION_SECONDS;
   if (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < MIN_EXPIRATION_SECONDS) {
-    throw errors.invalid({ resource: "tokenrequests", group: "authentication.k8s.io", kind: "TokenRequest" }, accountName, [
+    // The TokenRequest object has no name of its own: kube-apiserver says `TokenRequest.authentication.k8s.io "" is invalid`.
+    throw errors.invalid({ resource: "tokenrequests", group: "authentication.k8s.io", kind: "TokenRequest" }, "", [
       fieldError.invalid("spec.expirationSeconds", seconds, `may not specify a duration less than ${MIN_EXPIRATION_SECONDS / 60} minutes`),
     ]);
   }
@@ -94,7 +95,7 @@ export class Authenticator {
 
   /** TokenRequest: a new token for the ServiceAccount and the TokenRequest object answered. */
   issue(account: KubeObject, body: unknown): KubeObject {
-    const expirationSeconds = expirationOf(body, account.metadata.name);
+    const expirationSeconds = expirationOf(body);
     const bytes = crypto.getRandomValues(new Uint8Array(32));
     const token = `berth-sim.${Buffer.from(bytes).toString("base64url")}`;
     const expiresAt = this.now() + expirationSeconds * 1000;

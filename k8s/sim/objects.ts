@@ -102,7 +102,7 @@ export const errors = {
     new ApiError(
       422,
       "Invalid",
-      `${r.kind} "${name}" is invalid: ${causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message)).join(", ")}`,
+      `${r.group ? `${r.kind}.${r.group}` : r.kind} "${name}" is invalid: ${causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message)).join(", ")}`,
       { name, ...(r.group && { group: r.group }), kind: r.kind, causes },
     ),
   badRequest: (message: string) => new ApiError(400, "BadRequest", message),

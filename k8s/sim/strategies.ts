@@ -182,6 +182,38 @@ function validateLeaseSpec(spec: Dict): StatusCause[] {
   return causes;
 }
 
+/**
+ * pkg/apis/admissionregistration/validation validateResources, for a policy's
+ * matchConstraints.resourceRules[].resources: `*\/*` stands alone, `*` with no plain resource.
+ */
+export function validateRuleResources(resources: readonly string[], field: string): StatusCause[] {
+  const causes: StatusCause[] = [];
+  if (resources.length === 0) causes.push(fieldError.required(field));
+  const withWildcardSubresources = new Set<string>();
+  const subresourcesWithWildcardResource = new Set<string>();
+  let doubleWildcard = false;
+  let singleWildcard = false;
+  let plainResource = false;
+  resources.forEach((entry, i) => {
+    if (entry === "") return causes.push(fieldError.required(`${field}[${i}]`));
+    if (entry === "*/*") doubleWildcard = true;
+    if (entry === "*") singleWildcard = true;
+    const slash = entry.indexOf("/");
+    if (slash < 0) {
+      plainResource = entry !== "*";
+      return;
+    }
+    const [resource, subresource] = [entry.slice(0, slash), entry.slice(slash + 1)];
+    if (withWildcardSubresources.has(resource)) causes.push(fieldError.invalid(`${field}[${i}]`, entry, `if '${resource}/*' is present, must not specify ${entry}`));
+    if (subresourcesWithWildcardResource.has(subresource)) causes.push(fieldError.invalid(`${field}[${i}]`, entry, `if '*/${subresource}' is present, must not specify ${entry}`));
+    if (subresource === "*") withWildcardSubresources.add(resource);
+    if (resource === "*") subresourcesWithWildcardResource.add(subresource);
+  });
+  if (resources.length > 1 && doubleWildcard) causes.push(fieldError.invalid(field, resources, "if '*/*' is present, must not specify other resources"));
+  if (singleWildcard && plainResource) causes.push(fieldError.invalid(field, resources, "if '*' is present, must not specify other resources without subresources"));
+  return causes;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The per-kind table
 
@@ -212,6 +244,12 @@ function deploymentSelectorCauses(object: Dict): StatusCause[] {
 }
 
 const STRATEGIES: Record<string, Strategy> = {
+  validatingadmissionpolicies: {
+    validate: (policy) =>
+      ((policy.spec?.matchConstraints?.resourceRules ?? []) as Dict[]).flatMap((rule, i) =>
+        validateRuleResources(rule.resources ?? [], `spec.matchConstraints.resourceRules[${i}].resources`),
+      ),
+  },
   leases: {
     defaults: (lease) => {
       lease.spec ??= {};

@@ -7,6 +7,7 @@ import { parseAllDocuments } from "yaml";
 import { admissionAttributes, resourcesMatch, validateAdmission, type AdmissionObjects, type Operation } from "../../../k8s/sim/admission-policy.ts";
 import { ADMIN, serviceAccountUser, type UserInfo } from "../../../k8s/sim/authn.ts";
 import type { KubeObject } from "../../../k8s/sim/objects.ts";
+import { validateRuleResources } from "../../../k8s/sim/strategies.ts";
 import { resourceOf } from "../../../k8s/sim/resources.ts";
 
 const AGENT = serviceAccountUser("berth-system", "berth-agent");
@@ -212,5 +213,28 @@ describe("the agent confinement policy", () => {
       expect(error?.message).toContain("ValidatingAdmissionPolicy 'berth-agent-confinement' with binding 'berth-agent-confinement' denied request: ");
       expect(error?.message).toContain(denied);
     }
+  });
+});
+
+describe("a policy's resourceRules resources, validated as kube-apiserver does", () => {
+  it.each([
+    [["*/*"], []],
+    [["*"], []],
+    [["pods", "pods/status"], []],
+    [["*", "*/*"], ["if '*/*' is present, must not specify other resources"]],
+    [["pods", "*/*"], ["if '*/*' is present, must not specify other resources"]],
+    [["*", "pods"], ["if '*' is present, must not specify other resources without subresources"]],
+    [["pods/*", "pods/status"], ["if 'pods/*' is present, must not specify pods/status"]],
+    [["*/status", "pods/status"], ["if '*/status' is present, must not specify pods/status"]],
+    [[], ["Required value"]],
+  ])("%j", (resources, messages) => {
+    const causes = validateRuleResources(resources, "spec.matchConstraints.resourceRules[0].resources");
+    expect(causes.map((c) => c.message.replace(/^Invalid value: .*?: /, ""))).toEqual(messages);
+  });
+
+  it("deploy/agent's confinement policy passes", () => {
+    const file = readFileSync(new URL("../../../deploy/agent/base/admission-policy.yaml", import.meta.url), "utf8");
+    const confinement = parseAllDocuments(file).map((d) => d.toJS()).find((o) => o.kind === "ValidatingAdmissionPolicy");
+    for (const rule of confinement.spec.matchConstraints.resourceRules) expect(validateRuleResources(rule.resources, "resources")).toEqual([]);
   });
 });

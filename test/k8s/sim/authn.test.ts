@@ -71,10 +71,10 @@ describe("expirationOf", () => {
     [{}, 3600],
     [{ spec: { expirationSeconds: 600 } }, 600],
     [{ spec: { expirationSeconds: 86_400 } }, 86_400],
-    [{ spec: { expirationSeconds: 599 } }, 'TokenRequest "sa" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes'],
-    [{ spec: { expirationSeconds: "1h" } }, 'TokenRequest "sa" is invalid: spec.expirationSeconds: Invalid value: "1h": may not specify a duration less than 10 minutes'],
+    [{ spec: { expirationSeconds: 599 } }, 'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes'],
+    [{ spec: { expirationSeconds: "1h" } }, 'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: "1h": may not specify a duration less than 10 minutes'],
   ])("%j → %s", (body, expected) => {
-    if (typeof expected === "number") expect(expirationOf(body, "sa")).toBe(expected);
-    else expect(() => expirationOf(body, "sa")).toThrow(expected);
+    if (typeof expected === "number") expect(expirationOf(body)).toBe(expected);
+    else expect(() => expirationOf(body)).toThrow(expected);
   });
 });

@@ -56,9 +56,9 @@ describe("Leases", () => {
   });
 
   it.each([
-    [{ leaseDurationSeconds: 0 }, 'Lease "bad" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0'],
-    [{ leaseDurationSeconds: -5 }, 'Lease "bad" is invalid: spec.leaseDurationSeconds: Invalid value: -5: must be greater than 0'],
-    [{ leaseTransitions: -1 }, 'Lease "bad" is invalid: spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0'],
+    [{ leaseDurationSeconds: 0 }, 'Lease.coordination.k8s.io "bad" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0'],
+    [{ leaseDurationSeconds: -5 }, 'Lease.coordination.k8s.io "bad" is invalid: spec.leaseDurationSeconds: Invalid value: -5: must be greater than 0'],
+    [{ leaseTransitions: -1 }, 'Lease.coordination.k8s.io "bad" is invalid: spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0'],
   ])("refuses %j with 422 as kube-apiserver's ValidateLeaseSpec", async (spec, message) => {
     const refused = await apiError(leases.createNamespacedLease({ namespace: NS, body: lease("bad", spec) }));
     expect(refused.code).toBe(422);
