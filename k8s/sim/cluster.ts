@@ -16,6 +16,7 @@ import { VolumeController } from "./volumes.ts";
 import { EventRecorder, startEventExpiry } from "./events.ts";
 import { AddressPool, type AddressMemory } from "./ip-pool.ts";
 import { Kubelet } from "./kubelet.ts";
+import { simKubeletCluster } from "./kubelet-cluster.ts";
 import { kubeConfigOptions, writeKubeconfig } from "./kubeconfig.ts";
 import { NamespaceController } from "./namespace-controller.ts";
 import type { KubeObject } from "./objects.ts";
@@ -204,9 +205,7 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
   for (const node of options.nodes) await registry.create(resourceOf("nodes"), undefined, nodeObject(node), { fieldManager: "kubelet" });
 
   const kubelet = new Kubelet({
-    registry,
-    store,
-    recorder: new EventRecorder(registry, "kubelet", "berth-sim"),
+    cluster: simKubeletCluster(registry, store, new EventRecorder(registry, "kubelet", "berth-sim")),
     nodes: options.nodes,
     programs: options.programs,
     addresses: podAddresses,

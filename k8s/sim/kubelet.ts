@@ -20,7 +20,6 @@ import { join } from "node:path";
 import type { V1Container, V1LifecycleHandler, V1Probe, V1Volume } from "@kubernetes/client-node";
 import { isGpuType } from "../../src/domain/gpu-profiles.ts";
 import type { PodLogRequest, PodLogSource } from "./api-server.ts";
-import type { EventRecorder } from "./events.ts";
 import type { AddressPool } from "./ip-pool.ts";
 import { LogBuffer } from "./log-buffer.ts";
 import { ApiError, timestamp, type KubeObject } from "./objects.ts";
@@ -28,10 +27,7 @@ import { OWNER_ENV } from "./orphans.ts";
 import { goDuration, podConditions, podPhase, type ContainerState, type ContainerStatus, type TerminatedState } from "./pod-status.ts";
 import { runProbe, type ProbeSpec, type ProbeTarget } from "./probes.ts";
 import { classifyImage, EnvError, expandReferences, normalizeImage, resolveEnv, resolveProgram, rewriteMountedPaths, runsNoProcess, type Programs } from "./program.ts";
-import type { Registry } from "./registry.ts";
-import { resourceOf } from "./resources.ts";
-import type { Store } from "./store.ts";
-import { claimDir, PVCS } from "./volumes.ts";
+import { claimDir } from "./volumes.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 type Dict = Record<string, any>;
@@ -41,10 +37,25 @@ export interface KubeletNode {
   gpuType: string;
 }
 
+/**
+ * What the kubelet needs of a cluster: the simulated one's registry in this process
+ * (sim-kubelet-cluster.ts), or any kube-apiserver through client-node (k8s/node).
+ */
+export interface KubeletCluster {
+  /** Calls `onPod` for every pod bound to one of `nodeNames` now and on each later change, deletion too; returns a stop. */
+  watchPods(nodeNames: ReadonlySet<string>, onPod: (pod: KubeObject) => void): () => void;
+  /** The pod as last seen, or undefined once it is gone. */
+  pod(namespace: string, name: string): KubeObject | undefined;
+  /** A Secret, ConfigMap or PersistentVolumeClaim a pod uses; undefined when it does not exist. */
+  read(resource: "secrets" | "configmaps" | "persistentvolumeclaims", namespace: string, name: string): Promise<KubeObject | undefined>;
+  writePodStatus(pod: KubeObject, status: Record<string, unknown>): Promise<void>;
+  /** Removes a pod whose containers have all stopped (the last step of a graceful delete). */
+  removePod(pod: KubeObject): Promise<void>;
+  event(pod: KubeObject, type: "Normal" | "Warning", reason: string, message: string, fieldPath?: string): void;
+}
+
 export interface KubeletOptions {
-  registry: Registry;
-  store: Store;
-  recorder: EventRecorder;
+  cluster: KubeletCluster;
   nodes: readonly KubeletNode[];
   programs: Programs;
   addresses: AddressPool;
@@ -55,7 +66,6 @@ export interface KubeletOptions {
   hostIP?: string;
 }
 
-const PODS = resourceOf("pods");
 const RESTART_BACKOFF_BASE_MS = 10_000;
 const RESTART_BACKOFF_MAX_MS = 300_000;
 /** A container that ran this long without failing starts its backoff afresh. */
@@ -151,6 +161,11 @@ class ContainerRunner {
   }
 }
 
+interface EnvSources {
+  secrets: Map<string, KubeObject | undefined>;
+  configMaps: Map<string, KubeObject | undefined>;
+}
+
 class PodWorker {
   pod: KubeObject;
   readonly uid: string;
@@ -212,7 +227,7 @@ class PodWorker {
   }
 
   event(type: "Normal" | "Warning", reason: string, message: string, container?: ContainerRunner): void {
-    this.kubelet.options.recorder.record(PODS, this.pod, type, reason, message, container && `spec.containers{${container.name}}`);
+    this.kubelet.options.cluster.event(this.pod, type, reason, message, container && `spec.containers{${container.name}}`);
   }
 
   /** Coalesces status writes: one per tick with everything that changed. */
@@ -226,8 +241,8 @@ class PodWorker {
   }
 
   async writeStatus(): Promise<void> {
-    const { registry } = this.kubelet.options;
-    const current = registry.find(PODS, this.namespace, this.name);
+    const { cluster } = this.kubelet.options;
+    const current = cluster.pod(this.namespace, this.name);
     if (!current || current.metadata.uid !== this.uid) return;
     const previous = (current.status ?? {}) as Dict;
     const statuses = this.containers.map((c) => c.status());
@@ -241,7 +256,7 @@ class PodWorker {
       containerStatuses: statuses,
       qosClass: previous.qosClass,
     };
-    await registry.writeStatus(PODS, this.namespace, this.name, status, "kubelet");
+    await cluster.writePodStatus(current, status);
   }
 
   async #run(): Promise<void> {
@@ -266,7 +281,7 @@ class PodWorker {
 
   /** Writes configMap, secret and emptyDir volumes; retries (FailedMount) until the sources exist. */
   async #mountVolumes(): Promise<void> {
-    const { registry, timeScale } = this.kubelet.options;
+    const { cluster, timeScale } = this.kubelet.options;
     for (let attempt = 1; !this.stopping; attempt++) {
       const problems: string[] = [];
       const hostDirs = new Map<string, string>();
@@ -276,7 +291,7 @@ class PodWorker {
         if (source) {
           const isSecret = volume.secret !== undefined;
           const sourceName = isSecret ? volume.secret!.secretName! : volume.configMap!.name!;
-          const object = registry.find(resourceOf(isSecret ? "secrets" : "configmaps"), this.namespace, sourceName);
+          const object = await cluster.read(isSecret ? "secrets" : "configmaps", this.namespace, sourceName);
           if (!object) {
             if (!source.optional) problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : ${isSecret ? "secret" : "configmap"} "${sourceName}" not found`);
             mkdirSync(dir, { recursive: true });
@@ -302,7 +317,7 @@ class PodWorker {
         } else if (volume.persistentVolumeClaim) {
           // Every pod of a claim shares its volume's one host directory (volumes.ts).
           const claimName = volume.persistentVolumeClaim.claimName;
-          const claim = registry.find(PVCS, this.namespace, claimName);
+          const claim = await cluster.read("persistentvolumeclaims", this.namespace, claimName);
           if (!claim || (claim.status as Dict | undefined)?.phase !== "Bound") {
             problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : persistentvolumeclaim "${claimName}" ${claim ? "is not bound" : "not found"}`);
             continue;
@@ -339,8 +354,25 @@ class PodWorker {
     this.publish();
   }
 
-  #envContext(c: ContainerRunner) {
-    const { registry } = this.kubelet.options;
+  /** The Secrets and ConfigMaps a container's env and envFrom name, read before its environment is built. */
+  async #envSources(c: ContainerRunner): Promise<EnvSources> {
+    const { cluster } = this.kubelet.options;
+    const secretNames = new Set<string>();
+    const configMapNames = new Set<string>();
+    for (const variable of c.spec.env ?? []) {
+      if (variable.valueFrom?.secretKeyRef?.name) secretNames.add(variable.valueFrom.secretKeyRef.name);
+      if (variable.valueFrom?.configMapKeyRef?.name) configMapNames.add(variable.valueFrom.configMapKeyRef.name);
+    }
+    for (const source of c.spec.envFrom ?? []) {
+      if (source.secretRef?.name) secretNames.add(source.secretRef.name);
+      if (source.configMapRef?.name) configMapNames.add(source.configMapRef.name);
+    }
+    const read = async (resource: "secrets" | "configmaps", names: Set<string>) =>
+      new Map(await Promise.all([...names].map(async (name) => [name, await cluster.read(resource, this.namespace, name)] as const)));
+    return { secrets: await read("secrets", secretNames), configMaps: await read("configmaps", configMapNames) };
+  }
+
+  #envContext(c: ContainerRunner, sources: EnvSources) {
     const pod = this.pod;
     const resources = (c.spec.resources ?? {}) as Dict;
     return {
@@ -374,11 +406,11 @@ class PodWorker {
         return value === undefined ? undefined : String(value);
       },
       secret: (name: string) => {
-        const object = registry.find(resourceOf("secrets"), this.namespace, name);
+        const object = sources.secrets.get(name);
         return object ? dataOf(object, true) : undefined;
       },
       configMap: (name: string) => {
-        const object = registry.find(resourceOf("configmaps"), this.namespace, name);
+        const object = sources.configMaps.get(name);
         return object ? dataOf(object, false) : undefined;
       },
     };
@@ -411,7 +443,7 @@ class PodWorker {
       }
       let env: Map<string, string>;
       try {
-        env = resolveEnv(c.spec.env as never, c.spec.envFrom as never, this.#envContext(c));
+        env = resolveEnv(c.spec.env as never, c.spec.envFrom as never, this.#envContext(c, await this.#envSources(c)));
       } catch (error) {
         if (!(error instanceof EnvError)) throw error;
         configFailures++;
@@ -746,9 +778,8 @@ class PodWorker {
     if (this.killed) return;
     await this.writeStatus();
     this.#release();
-    const { registry } = this.kubelet.options;
-    const current = registry.find(PODS, this.namespace, this.name);
-    if (current?.metadata.uid === this.uid) registry.removeNow(PODS, this.namespace, this.name);
+    const current = this.kubelet.options.cluster.pod(this.namespace, this.name);
+    if (current?.metadata.uid === this.uid) await this.kubelet.options.cluster.removePod(current);
     this.kubelet.forget(this.uid);
   }
 
@@ -818,20 +849,15 @@ export class Kubelet implements PodLogSource {
 
   start(): void {
     const nodes = new Set(this.options.nodes.map((n) => n.name));
-    this.#unsubscribe = this.options.store.subscribe((change) => {
-      if (change.resource !== PODS) return;
-      const pod = change.object;
+    this.#unsubscribe = this.options.cluster.watchPods(nodes, (pod) => {
       if (!nodes.has((pod.spec as Dict)?.nodeName) && !this.#workers.has(pod.metadata.uid!)) return;
       this.#queue.add(`${pod.metadata.namespace}/${pod.metadata.name}/${pod.metadata.uid}`);
     });
-    for (const pod of this.options.store.list(PODS)) {
-      if (nodes.has((pod.spec as Dict)?.nodeName)) this.#queue.add(`${pod.metadata.namespace}/${pod.metadata.name}/${pod.metadata.uid}`);
-    }
   }
 
   async #sync(key: string): Promise<void> {
     const [namespace, name, uid] = key.split("/") as [string, string, string];
-    const pod = this.options.store.get(PODS, namespace, name);
+    const pod = this.options.cluster.pod(namespace, name);
     const worker = this.#workers.get(uid);
     if (!pod || pod.metadata.uid !== uid) {
       // Removed (force delete, or our own removal after termination): nothing may keep running.

@@ -21,6 +21,8 @@ commands:
                         run the cluster agent (reconciles deployments into Kubernetes)
   agent install --print --api URL [--token ba_…]
                         print the agent's install manifests (pipe it to kubectl apply -f -)
+  node --name NAME --address IP --pod-addresses FIRST-LAST [--gpu-type T] [--gpus N]
+                        join a virtual GPU node to a cluster; run its pods as processes
 
 user commands (BERTH_URL/BERTH_TOKEN or \`berth login\`; --help on each):
   login --url URL --token KEY     check a key and save it (~/.config/berth/config.json)
@@ -206,6 +208,11 @@ async function main(argv: string[]): Promise<number | void> {
       await runRouter(rest);
       return;
     }
+    case "node":
+      return builtin("node", async () => {
+        const { run } = await import("./node.ts");
+        return await run(rest);
+      });
     case "agent":
       return builtin("agent", async () => {
         const { run } = await import("./agent.ts");
