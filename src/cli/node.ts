@@ -10,13 +10,14 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 
 const USAGE = `usage: berth node --name NAME --address IP --pod-addresses FIRST-LAST
                   [--gpu-type ${GPU_TYPES[0]}] [--gpus 8] [--kubeconfig FILE]
-                  [--router-image IMAGE] [--time-scale 1]
+                  [--router-image IMAGE] [--time-scale 1] [--sim-engine-flag FLAG]…
 
 Registers the Node NAME (GPU capacity and NVIDIA GPU Feature Discovery labels), keeps its Lease,
 and runs the pods bound to it as processes on this machine, each bound to its own address from
 --pod-addresses (e.g. 10.244.1.2-10.244.1.254: those addresses must be local, as in a network
 namespace routing the pod range to lo). Engine images run berth's engine simulator, the router
-image runs berth's router. The cluster from --kubeconfig, else KUBECONFIG or ~/.kube/config.
+image runs berth's router; each --sim-engine-flag is passed to the simulator (e.g. --sim-engine-flag=--latency-profile
+--sim-engine-flag=turbo). The cluster from --kubeconfig, else KUBECONFIG or ~/.kube/config.
 SIGTERM stops every pod as a delete does (preStop, grace), without removing the pod objects.`;
 
 const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
@@ -34,6 +35,7 @@ export async function run(args: string[]): Promise<number> {
       kubeconfig: { type: "string" },
       "router-image": { type: "string" },
       "time-scale": { type: "string" },
+      "sim-engine-flag": { type: "string", multiple: true },
     },
   });
   if (!values.name) throw new UsageError("--name is required", USAGE);
@@ -55,7 +57,7 @@ export async function run(args: string[]): Promise<number> {
     kubeConfig,
     node: { name: values.name, gpuType, gpus, address: values.address },
     podAddresses: { first, last },
-    programs: berthPrograms({ routerImage: values["router-image"] ?? "ghcr.io/berth/berth:0.1.0" }),
+    programs: berthPrograms({ routerImage: values["router-image"] ?? "ghcr.io/berth/berth:0.1.0", simEngineFlags: values["sim-engine-flag"] ?? [] }),
     timeScale,
     log,
   });

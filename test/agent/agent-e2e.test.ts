@@ -1,33 +1,36 @@
-// The agent end to end: a real `berth serve`, a simulated cluster, the agent in-process.
-// Create → Ready with a live endpoint; scale up keeps the survivors' UIDs; delete removes
-// every object and the record.
+// The agent end to end: a real `berth serve`, a cluster, the agent in-process. Create → Ready
+// with a live endpoint; scale up keeps the survivors' UIDs; delete removes every object and the
+// record. Twice: on the simulated cluster and on a real control plane (kube-apiserver, the
+// controllers, kube-scheduler, kube-proxy) whose pods `berth node` runs.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NetworkingV1Api } from "@kubernetes/client-node";
-import { type SimCluster, writeKubeconfig } from "../../k8s/sim/index.ts";
 import type { Agent } from "../../src/agent/agent.ts";
 import { type AgentApi, registerAgent } from "../../src/agent/api-client.ts";
 import type { Kube } from "../../src/agent/kube.ts";
 import { BERTH_BIN, type BerthServer } from "../support/berth-process.ts";
-import { adminCaller, type AgentWorld, answerOf, chat, eventually, startAgentWorld } from "./e2e-support.ts";
+import { CONTROL_PLANE_SETUP_MS } from "../real-cluster/support.ts";
+import { adminCaller, type AgentWorld, answerOf, type Backend, chat, eventually, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-agents";
 
-describe("berth agent against the simulated cluster", () => {
+/** Where each backend's Services get their ClusterIPs. */
+const SERVICE_ADDRESS: Record<Backend, RegExp> = { sim: /^http:\/\/127\.\d+\.\d+\.\d+:8000$/, real: /^http:\/\/10\.96\.\d+\.\d+:8000$/ };
+
+describe.each<Backend>(["sim", "real"])("berth agent against the %s cluster", (backend) => {
   let world: AgentWorld;
   let server: BerthServer;
-  let cluster: SimCluster;
   let kube: Kube;
   let agent: Agent;
   let offline = false;
   const call = adminCaller(() => server);
 
   beforeAll(async () => {
-    world = await startAgentWorld({ project: "agents" });
-    ({ server, cluster, kube } = world);
+    world = await startAgentWorld({ project: "agents", backend });
+    ({ server, kube } = world);
     const real = world.api();
     // The same client, with a switch that makes every call fail as if the API were unreachable.
     const unreachable = async () => {
@@ -46,7 +49,7 @@ describe("berth agent against the simulated cluster", () => {
       postEvent: (...args) => (offline ? unreachable() : real.postEvent(...args)),
     };
     agent = world.startAgent({ kube, api, config: { resyncMs: 500 } });
-  }, 90_000);
+  }, CONTROL_PLANE_SETUP_MS);
 
   afterAll(async () => {
     await world?.stop();
@@ -79,10 +82,15 @@ describe("berth agent against the simulated cluster", () => {
     });
     expect(ready.status.roles).toEqual([{ name: "main", kind: "server", desired: 2, ready: 2, updated: 2, draining: 0 }]);
     expect(ready.status.observedGeneration).toBe(ready.generation);
-    expect(ready.status.endpoint).toMatch(/^http:\/\/127\.\d+\.\d+\.\d+:8000$/);
+    expect(ready.status.endpoint).toMatch(SERVICE_ADDRESS[backend]);
     expect(ready.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True" });
 
-    const answer = await chat(ready.status.endpoint);
+    // A real kube-proxy programs the Service a moment after its endpoints turn ready (its sync
+    // period), so the first connection may be refused for that moment.
+    const answer = await eventually("a chat answer through the endpoint", async () => {
+      const res = await chat(ready.status.endpoint).catch(() => undefined);
+      return res?.status === 200 ? res : undefined;
+    }, 10_000);
     expect(answer.status).toBe(200);
     expect(answerOf(answer.text).length).toBeGreaterThan(0);
 
@@ -229,7 +237,7 @@ describe("berth agent against the simulated cluster", () => {
   it("runs as `berth agent` in its own process and stops on SIGTERM", async () => {
     const dir = mkdtempSync(join(tmpdir(), "berth-agent-cli-"));
     try {
-      const kubeconfig = writeKubeconfig(join(dir, "kubeconfig"), cluster.url);
+      const kubeconfig = world.kubeconfigPath;
       const created = await call("POST", "/v1/clusters", { name: "cli" });
       const { token } = await registerAgent(server.url, created.body.joinToken);
       const child = spawn(process.execPath, [BERTH_BIN, "agent", "--api", server.url, "--token", token, "--kubeconfig", kubeconfig], {

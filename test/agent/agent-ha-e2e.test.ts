@@ -72,7 +72,7 @@ describe("agent high availability with Lease leader election", () => {
   beforeAll(async () => {
     world = await startAgentWorld({ project: "ha" });
     workDir = mkdtempSync(join(tmpdir(), "berth-ha-"));
-    kubeconfig = writeKubeconfig(join(workDir, "kubeconfig"), world.cluster.url);
+    kubeconfig = writeKubeconfig(join(workDir, "kubeconfig"), world.cluster!.url);
     // The install creates the agent's namespace; the Lease lives there.
     await world.kube.core.createNamespace({ body: { metadata: { name: LEASE_NAMESPACE } } });
   }, 120_000);

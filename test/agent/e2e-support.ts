@@ -4,12 +4,20 @@
 // calls succeed); every assertion about behaviour stays in the test files.
 import * as k8s from "@kubernetes/client-node";
 import { expect } from "vitest";
-import { berthPrograms, type SimCluster, type SimClusterOptions, startSimCluster } from "../../k8s/sim/index.ts";
+import { join } from "node:path";
+import { berthPrograms, type SimCluster, type SimClusterOptions, startSimCluster, writeKubeconfig } from "../../k8s/sim/index.ts";
 import { type Agent, type AgentConfig, createAgent, type Logger } from "../../src/agent/agent.ts";
 import { type AgentApi, createApiClient, registerAgent } from "../../src/agent/api-client.ts";
 import { createKube, type Kube } from "../../src/agent/kube.ts";
 import { systemClock } from "../../src/domain/clock.ts";
 import { type BerthServer, startBerthServer } from "../support/berth-process.ts";
+import { startRealGpuCluster } from "../support/real-cluster/gpu-cluster.ts";
+
+/**
+ * Where the world's cluster runs: "sim", the simulated cluster in this process; "real", a real
+ * control plane (test/support/real-cluster) with `berth node` processes running the pods.
+ */
+export type Backend = "sim" | "real";
 
 export const MODEL = "Qwen/Qwen3-8B";
 export const ROUTER_IMAGE = "ghcr.io/berth/berth:0.1.0";
@@ -122,6 +130,8 @@ export function startClients(endpoint: string, clients: number, maxTokens: numbe
 }
 
 export interface AgentWorldOptions {
+  /** Default "sim". */
+  backend?: Backend;
   /** GPUs on the single node "gpu-a" (default 8). */
   gpus?: number;
   /** Engine flags of the simulated engines (default the turbo latency profile); null keeps the engine's default. */
@@ -141,8 +151,12 @@ export interface StartAgentOptions {
 }
 
 export interface AgentWorld {
+  backend: Backend;
   server: BerthServer;
-  cluster: SimCluster;
+  /** The simulated cluster (backend "sim" only). */
+  cluster: SimCluster | undefined;
+  /** A kubeconfig file for the cluster's admin, for processes of this machine (kubectl, `berth agent`). */
+  kubeconfigPath: string;
   kubeConfig: k8s.KubeConfig;
   /** A client for the test's own reads and writes. */
   kube: Kube;
@@ -164,20 +178,37 @@ export interface AgentWorld {
   stop(): Promise<void>;
 }
 
-/** Starts `berth serve` and a simulated cluster, registers cluster "sim" and, if asked, a project. */
-export async function startAgentWorld(options: AgentWorldOptions = {}): Promise<AgentWorld> {
-  const { gpus = 8, simEngineFlags = ["--latency-profile", "turbo"] } = options;
-  const [server, cluster] = await Promise.all([
-    startBerthServer(),
-    startSimCluster({
-      nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus }],
-      programs: berthPrograms({ routerImage: ROUTER_IMAGE, ...(simEngineFlags ? { simEngineFlags } : {}) }),
-      timeScale: 0.1,
-      ...options.sim,
-    }),
-  ]);
+interface WorldCluster {
+  sim?: SimCluster;
+  kubeConfig: k8s.KubeConfig;
+  kubeconfigPath: string;
+  stop(): Promise<void>;
+}
+
+/** One node "gpu-a" of `gpus` H100s, probes and backoffs 10× faster, on either backend. */
+async function startWorldCluster(backend: Backend, gpus: number, simEngineFlags: string[] | null, sim: Partial<SimClusterOptions> = {}): Promise<WorldCluster> {
+  if (backend === "real") {
+    const real = await startRealGpuCluster({ nodes: [{ name: "gpu-a", gpus }], simEngineFlags: simEngineFlags ?? [], timeScale: 0.1 });
+    return { kubeConfig: real.kubeConfig, kubeconfigPath: real.kubeconfigPath, stop: () => real.stop() };
+  }
+  const cluster = await startSimCluster({
+    nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus }],
+    programs: berthPrograms({ routerImage: ROUTER_IMAGE, ...(simEngineFlags ? { simEngineFlags } : {}) }),
+    timeScale: 0.1,
+    ...sim,
+  });
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromOptions(cluster.kubeConfigOptions);
+  const kubeconfigPath = writeKubeconfig(join(cluster.workDir, "admin.kubeconfig"), cluster.url, { token: cluster.token });
+  return { sim: cluster, kubeConfig, kubeconfigPath, stop: () => cluster.stop({ now: true }) };
+}
+
+/** Starts `berth serve` and a cluster (simulated unless `backend` is "real"), registers cluster "sim" and, if asked, a project. */
+export async function startAgentWorld(options: AgentWorldOptions = {}): Promise<AgentWorld> {
+  const { gpus = 8, simEngineFlags = ["--latency-profile", "turbo"], backend = "sim" } = options;
+  const [server, world] = await Promise.all([startBerthServer(), startWorldCluster(backend, gpus, simEngineFlags, options.sim)]);
+  const { kubeConfig } = world;
+  const cluster = world.sim;
   const call = adminCaller(server);
   const created = await call("POST", "/v1/clusters", { name: "sim" });
   expect(created.status).toBe(201);
@@ -191,8 +222,10 @@ export async function startAgentWorld(options: AgentWorldOptions = {}): Promise<
   const api = (retry = AGENT_RETRY) => createApiClient({ baseUrl: server.url, token, retry });
   let last: Agent | undefined;
   return {
+    backend,
     server,
     cluster,
+    kubeconfigPath: world.kubeconfigPath,
     kubeConfig,
     kube: createKube(kubeConfig),
     token,
@@ -223,7 +256,7 @@ export async function startAgentWorld(options: AgentWorldOptions = {}): Promise<
     },
     async stop() {
       await last?.stop();
-      await cluster.stop({ now: true });
+      await world.stop();
       await server.stop();
     },
   };

@@ -87,7 +87,7 @@ describe("vLLM EPD through the builtin router on the simulated cluster", () => {
     expect(claim.spec).toMatchObject({ accessModes: ["ReadWriteMany"], storageClassName: "standard", resources: { requests: { storage: "10Gi" } } });
     expect(claim.status?.phase).toBe("Bound");
     expect(claim.metadata?.labels?.["berth.dev/deployment-id"]).toBe(id);
-    claimDir = join(world.cluster.workDir, "volumes", claim.spec!.volumeName!);
+    claimDir = join(world.cluster!.workDir, "volumes", claim.spec!.volumeName!);
     expect(existsSync(claimDir)).toBe(true);
   }, 150_000);
 

@@ -62,7 +62,7 @@ describe("the bundles on a simulated cluster, and a namespaced agent", () => {
     // Project "demo" lives in berth-demo, one of the namespaced overlay's namespaces.
     world = await startAgentWorld({ project: "demo", sim: { onRequest: (r) => void (recording && requests.push(r)) } });
     dir = mkdtempSync(join(tmpdir(), "berth-deploy-"));
-    kubeconfig = writeKubeconfig(join(dir, "kubeconfig"), world.cluster.url);
+    kubeconfig = writeKubeconfig(join(dir, "kubeconfig"), world.cluster!.url);
   }, 120_000);
   afterAll(async () => {
     await world?.stop();
@@ -171,10 +171,10 @@ describe("a namespaced agent under RBAC: the ServiceAccount token of the namespa
     const [key, cert] = [join(dir, "key.pem"), join(dir, "cert.pem")];
     await run("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert]);
     world = await startAgentWorld({ project: "demo", sim: { tls: { key: readFileSync(key), cert: readFileSync(cert) }, token: true } });
-    adminKubeconfig = writeKubeconfig(join(dir, "admin-kubeconfig"), world.cluster.url, { token: world.cluster.token! });
+    adminKubeconfig = writeKubeconfig(join(dir, "admin-kubeconfig"), world.cluster!.url, { token: world.cluster!.token! });
     await run("kubectl", ["--kubeconfig", adminKubeconfig, "apply", "-k", "deploy/agent/overlays/namespaced"], { cwd: ROOT });
     const { stdout: token } = await run("kubectl", ["--kubeconfig", adminKubeconfig, "create", "token", "berth-agent", "-n", "berth-system", "--duration", "1h"]);
-    agentKubeconfig = writeKubeconfig(join(dir, "agent-kubeconfig"), world.cluster.url, { token: token.trim() });
+    agentKubeconfig = writeKubeconfig(join(dir, "agent-kubeconfig"), world.cluster!.url, { token: token.trim() });
   }, 120_000);
   afterAll(async () => {
     await world?.stop();

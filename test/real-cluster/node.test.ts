@@ -53,6 +53,7 @@ describe("berth node under a real control plane", () => {
       "nvidia.com/gpu.count": "8",
       "nvidia.com/gpu.present": "true",
     });
+    await cluster.startProxy("gpu-a");
     const lease = await json(["get", "lease", "gpu-a", "-n", "kube-node-lease"]);
     expect(lease.spec.holderIdentity).toBe("gpu-a");
     expect(lease.metadata.ownerReferences[0]).toMatchObject({ kind: "Node", name: "gpu-a" });

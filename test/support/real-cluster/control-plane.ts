@@ -92,6 +92,8 @@ export interface RealCluster {
   serverUrl: string;
   startMs: number;
   relay: RelayClient;
+  /** The relay's control socket (cluster-fetch.ts routes fetch() through it). */
+  relaySocket: string;
   /** Kubeconfigs for a client-certificate identity, e.g. a node's `system:node:<name>`. */
   kubeconfigsFor(name: string, identity: Identity): Promise<Kubeconfigs>;
   /** Kubeconfigs carrying a bearer token (a ServiceAccount's, from TokenRequest). */
@@ -101,6 +103,12 @@ export interface RealCluster {
   /** Starts a process inside the cluster's network namespace. */
   startInside(name: string, command: string, args: readonly string[], env?: NodeJS.ProcessEnv): NamespacedProcess;
   reach(host: string, port: number): Promise<HostPort>;
+  /**
+   * Starts kube-proxy (iptables mode) for the whole namespace, as node `nodeName`: every pod of
+   * every node shares this network, so one kube-proxy serves them all. It waits up to 30 s for
+   * its Node object to exist, so start it once a node has registered.
+   */
+  startProxy(nodeName: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -267,10 +275,6 @@ export async function startRealCluster(): Promise<RealCluster> {
         `--cluster-signing-cert-file=${ca.cert}`, `--cluster-signing-key-file=${ca.key}`, `--cluster-cidr=${POD_CIDR}`,
       ]),
       startInside(namespace, dir, "kube-scheduler", join(bin, "kube-scheduler"), componentArgs(schedulerConfig)),
-      startInside(namespace, dir, "kube-proxy", join(bin, "kube-proxy"), [
-        `--kubeconfig=${proxyConfig}`, "--proxy-mode=iptables", `--cluster-cidr=${POD_CIDR}`, "--conntrack-max-per-core=0",
-        "--hostname-override=berth-test-proxy", "--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256",
-      ]),
     );
     // Ready for work when the controllers and the scheduler answer their health checks and the
     // default namespace has its ServiceAccount (pods are refused until it does).
@@ -298,6 +302,7 @@ export async function startRealCluster(): Promise<RealCluster> {
       serverUrl,
       startMs,
       relay,
+      relaySocket: socket,
       kubeconfigsFor: async (name, identity) => {
         const pair = await issueCertificate(ca, pki, { name, commonName: identity.user, organisations: identity.groups });
         return writeKubeconfigs(name, certUser(pair));
@@ -310,6 +315,21 @@ export async function startRealCluster(): Promise<RealCluster> {
         return started;
       },
       reach: (host, port) => relay!.reach(host, port),
+      startProxy: async (nodeName) => {
+        const proxyProcess = startInside(namespace, dir, "kube-proxy", join(bin, "kube-proxy"), [
+          `--kubeconfig=${proxyConfig}`, "--proxy-mode=iptables", `--cluster-cidr=${POD_CIDR}`, "--conntrack-max-per-core=0",
+          `--hostname-override=${nodeName}`, "--nodeport-addresses=primary", "--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256",
+        ]);
+        processes.push(proxyProcess);
+        // Its /healthz answers 200 once the rules are synced.
+        const health = await relay!.reach("127.0.0.1", 10256);
+        await waitFor(
+          "kube-proxy's first sync",
+          async () => (await fetch(`http://${health.host}:${health.port}/healthz`, { signal: AbortSignal.timeout(2_000) })).status === 200,
+          [proxyProcess],
+          60_000,
+        );
+      },
       stop,
     };
   } catch (error) {
