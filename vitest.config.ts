@@ -6,10 +6,31 @@ import { defineConfig } from "vitest/config";
 // test/repo/build.test.ts clears it for the compiled CLI it checks.
 process.env.BERTH_FROM_SOURCE = "1";
 
+/**
+ * `npm run test:unit` (BERTH_TEST_TIER=unit): the everyday tier, pure and in-process tests, about
+ * 3 minutes. It leaves out what starts real control planes, many processes or long scenarios.
+ */
+const SLOW_TIER = [
+  "test/real-cluster/**",
+  "test/**/*-e2e.test.ts",
+  "test/agent/agent-resilience.test.ts",
+  "test/agent/agent-informers.test.ts",
+  "test/docs/**",
+  "test/webhooks/dispatchers.test.ts",
+  "test/cli/**",
+  "test/deploy/**",
+  "test/repo/**",
+  "test/api/openapi-fuzz.test.ts",
+  "test/api/many-instances*.test.ts",
+  "test/router/cli.test.ts",
+  "test/k8s/sim/kubectl-validation.test.ts",
+];
+
 export default defineConfig({
   test: {
     environment: "node",
     include: ["test/**/*.test.ts"],
+    exclude: process.env.BERTH_TEST_TIER === "unit" ? ["**/node_modules/**", ...SLOW_TIER] : ["**/node_modules/**"],
     globalSetup: ["test/support/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
