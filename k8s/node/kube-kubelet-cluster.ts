@@ -100,6 +100,22 @@ export function kubeKubeletCluster(kc: k8s.KubeConfig, nodeName: string, log: (l
       };
       core.createNamespacedEvent({ namespace: pod.metadata.namespace!, body: event }).catch((error) => log(`event ${reason}: ${String(error)}`));
     },
+    async serviceAccountToken(pod, request) {
+      // The Node authorizer lets a node request tokens only bound to a pod it runs.
+      const answer = await core.createNamespacedServiceAccountToken({
+        namespace: pod.metadata.namespace!,
+        name: ((pod.spec as { serviceAccountName?: string }).serviceAccountName ?? "default"),
+        body: {
+          spec: {
+            audiences: request.audience ? [request.audience] : [],
+            expirationSeconds: request.expirationSeconds,
+            boundObjectRef: { apiVersion: "v1", kind: "Pod", name: pod.metadata.name, uid: pod.metadata.uid },
+          },
+        },
+      });
+      if (!answer.status?.token) throw new Error("TokenRequest answered without a token");
+      return answer.status.token;
+    },
     stop: () => void pods.stop(),
   };
 }

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type * as k8s from "@kubernetes/client-node";
+import * as k8s from "@kubernetes/client-node";
 import { AddressPool } from "../sim/ip-pool.ts";
 import { Kubelet } from "../sim/kubelet.ts";
 import type { Programs } from "../sim/program.ts";
@@ -38,6 +38,13 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
   const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), "berth-node-"));
   const heartbeat = await registerNode(options.kubeConfig, options.node, log);
   const cluster = kubeKubeletCluster(options.kubeConfig, options.node.name, log);
+  // Every pod learns where the apiserver is as a real kubelet tells it: the `kubernetes` Service.
+  const kubernetes = await options.kubeConfig
+    .makeApiClient(k8s.CoreV1Api)
+    .readNamespacedService({ namespace: "default", name: "kubernetes" })
+    .catch(() => undefined);
+  const port = kubernetes?.spec?.ports?.find((p) => p.name === "https")?.port;
+  const podEnv: Record<string, string> = kubernetes?.spec?.clusterIP && port ? { KUBERNETES_SERVICE_HOST: kubernetes.spec.clusterIP, KUBERNETES_SERVICE_PORT: String(port) } : {};
   const addresses = new AddressPool(options.podAddresses.first, options.podAddresses.last);
   const kubelet = new Kubelet({
     cluster,
@@ -47,6 +54,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     workDir,
     timeScale: options.timeScale ?? 1,
     hostIP: options.node.address,
+    podEnv,
+    isolatePods: true,
   });
   kubelet.start();
   await cluster.synced();

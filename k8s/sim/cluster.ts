@@ -111,11 +111,13 @@ export interface SimCluster {
 const BERTH_BIN = fileURLToPath(new URL("../../bin/berth.js", import.meta.url));
 
 /** The programs of this checkout: `node bin/berth.js sim-engine [flags] -- …` and `node bin/berth.js router`. */
-export function berthPrograms(options: { routerImage: string; simEngineFlags?: string[] }): Programs {
+export function berthPrograms(options: { routerImage: string; simEngineFlags?: string[]; berthCommands?: boolean }): Programs {
   return {
     engineCommand: [process.execPath, BERTH_BIN, "sim-engine", ...(options.simEngineFlags ?? [])],
     routerCommand: [process.execPath, BERTH_BIN, "router"],
     routerImage: options.routerImage,
+    // Off in the simulated cluster: its install tests apply the agent's bundle without wanting its pods to run.
+    ...(options.berthCommands && { berthCommand: [process.execPath, BERTH_BIN] }),
   };
 }
 

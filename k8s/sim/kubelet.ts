@@ -52,7 +52,23 @@ export interface KubeletCluster {
   /** Removes a pod whose containers have all stopped (the last step of a graceful delete). */
   removePod(pod: KubeObject): Promise<void>;
   event(pod: KubeObject, type: "Normal" | "Warning", reason: string, message: string, fieldPath?: string): void;
+  /**
+   * A token for the pod's ServiceAccount bound to the pod (TokenRequest), for a projected
+   * serviceAccountToken volume. Absent: projected volumes are not written (the simulated cluster).
+   */
+  serviceAccountToken?(pod: KubeObject, request: { audience?: string; expirationSeconds: number }): Promise<string>;
 }
+
+/** Where client libraries look for the in-cluster credentials. */
+export const SERVICE_ACCOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/**
+ * Run as `unshare --mount … sh -c SCRIPT sh <volume dir> <argv…>`: in a mount namespace of its own
+ * the process finds the pod's service-account volume at its standard path (over a fresh /run), and
+ * nothing of the host's /run.
+ */
+const SERVICE_ACCOUNT_MOUNT_SCRIPT =
+  'set -e; src="$1"; shift; mount -t tmpfs -o mode=755 tmpfs /run; mkdir -p /run/secrets/kubernetes.io/serviceaccount; mount --bind "$src" /run/secrets/kubernetes.io/serviceaccount; exec "$@"';
 
 export interface KubeletOptions {
   cluster: KubeletCluster;
@@ -64,6 +80,14 @@ export interface KubeletOptions {
   timeScale: number;
   /** Host address nodes report (status.hostIP). */
   hostIP?: string;
+  /** Variables every container gets (a real kubelet's KUBERNETES_SERVICE_HOST and _PORT). */
+  podEnv?: Record<string, string>;
+  /**
+   * Each container gets its sandbox as HOME and, when it mounts one, its service-account volume
+   * at SERVICE_ACCOUNT_PATH through a mount namespace of its own (needs root and unshare), so a
+   * client library's in-cluster configuration is the pod's, never this machine's kubeconfig.
+   */
+  isolatePods?: boolean;
 }
 
 const RESTART_BACKOFF_BASE_MS = 10_000;
@@ -314,6 +338,10 @@ class PodWorker {
         } else if (volume.emptyDir) {
           mkdirSync(dir, { recursive: true });
           hostDirs.set(volume.name, dir);
+        } else if (volume.projected && cluster.serviceAccountToken) {
+          mkdirSync(dir, { recursive: true });
+          problems.push(...(await this.#writeProjected(volume, dir)));
+          hostDirs.set(volume.name, dir);
         } else if (volume.persistentVolumeClaim) {
           // Every pod of a claim shares its volume's one host directory (volumes.ts).
           const claimName = volume.persistentVolumeClaim.claimName;
@@ -342,6 +370,47 @@ class PodWorker {
       for (const problem of problems) this.event("Warning", "FailedMount", problem);
       await sleep(Math.min(2 ** attempt, 60) * 1000 * timeScale, this.abort.signal);
     }
+  }
+
+  /** A projected volume's sources (the kube-api-access volume every pod gets): token, CA, namespace. */
+  async #writeProjected(volume: V1Volume, dir: string): Promise<string[]> {
+    const { cluster } = this.kubelet.options;
+    const problems: string[] = [];
+    const write = (path: string, content: string, mode = 0o644) => {
+      const file = join(dir, path);
+      mkdirSync(join(file, ".."), { recursive: true });
+      writeFileSync(file, content, { mode });
+    };
+    for (const source of volume.projected!.sources ?? []) {
+      try {
+        if (source.serviceAccountToken) {
+          const token = await cluster.serviceAccountToken!(this.pod, {
+            audience: source.serviceAccountToken.audience,
+            expirationSeconds: source.serviceAccountToken.expirationSeconds ?? 3607,
+          });
+          write(source.serviceAccountToken.path, token, 0o600);
+        } else if (source.configMap) {
+          const object = await cluster.read("configmaps", this.namespace, source.configMap.name!);
+          if (!object) {
+            if (!source.configMap.optional) problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : configmap "${source.configMap.name}" not found`);
+            continue;
+          }
+          const data = dataOf(object, false);
+          for (const item of source.configMap.items ?? Object.keys(data).map((key) => ({ key, path: key }))) {
+            if (data[item.key] !== undefined) write(item.path, data[item.key]!);
+          }
+        } else if (source.downwardAPI) {
+          for (const item of source.downwardAPI.items ?? []) {
+            const path = item.fieldRef?.fieldPath;
+            const value = path === "metadata.namespace" ? this.namespace : path === "metadata.name" ? this.name : path === "metadata.uid" ? this.uid : undefined;
+            if (value !== undefined) write(item.path, value);
+          }
+        }
+      } catch (error) {
+        problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : ${(error as Error).message}`);
+      }
+    }
+    return problems;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -492,7 +561,13 @@ class PodWorker {
       engineFlags: node && isGpuType(node.gpuType) && !options.programs.engineCommand.includes("--gpu-type") ? ["--gpu-type", node.gpuType] : [],
       nodePath: process.execPath,
     });
-    const processEnv: Record<string, string> = { ...hostEnv(), HOSTNAME: this.spec.hostname ?? this.name, BERTH_POD_IP: this.ip! };
+    const processEnv: Record<string, string> = {
+      ...hostEnv(),
+      ...options.podEnv,
+      ...(options.isolatePods && { HOME: this.sandbox! }),
+      HOSTNAME: this.spec.hostname ?? this.name,
+      BERTH_POD_IP: this.ip!,
+    };
     // Paths inside JSON flags (vLLM's --ec-transfer-config shared_storage_path) are not argv words
     // the kubelet can point elsewhere: the process maps them itself with this table.
     if (mounts.size > 0) processEnv.BERTH_VOLUME_MOUNTS = JSON.stringify(Object.fromEntries(mounts));
@@ -511,7 +586,12 @@ class PodWorker {
     c.runStartedAt = Date.now();
     const startedAt = timestamp(c.runStartedAt);
     this.event("Normal", "Pulled", `Container image "${c.spec.image}" already present on machine`, c);
-    const argv = program.kind === "unknown-image" || program.kind === "no-process" ? [] : program.argv;
+    const programArgv = program.kind === "unknown-image" || program.kind === "no-process" ? [] : program.argv;
+    const serviceAccountDir = options.isolatePods ? mounts.get(SERVICE_ACCOUNT_PATH) : undefined;
+    const argv =
+      serviceAccountDir && programArgv.length > 0
+        ? ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", SERVICE_ACCOUNT_MOUNT_SCRIPT, "sh", serviceAccountDir, ...programArgv]
+        : programArgv;
 
     const exit = new Promise<Exit>((resolve) => {
       if (this.stopping) return resolve({ code: null, signal: "SIGKILL" });

@@ -23,6 +23,8 @@ export interface Programs {
   routerCommand: string[];
   /** Image whose containers run the router. */
   routerImage: string;
+  /** Argv prefix of the berth CLI (e.g. node bin/berth.js): `berth <command>` in the berth image runs it, `berth agent` included. */
+  berthCommand?: string[];
   /**
    * Images whose containers start no process: the kubelet reports them Running, started and
    * Ready at once (no probes, no preStop, no logs) until the pod is deleted. For scale tests
@@ -219,6 +221,8 @@ export function resolveProgram(input: ResolveInput): ContainerProgram {
     if (argv.length === 0 || berthRouter || input.command.length === 0) {
       return { kind: "router", argv: [...input.programs.routerCommand, ...(berthRouter ? argv.slice(2) : input.args)] };
     }
+    // The image's other commands (`berth agent …`): the berth CLI of this checkout.
+    if (basename(argv[0]!) === "berth" && input.programs.berthCommand) return { kind: "host", argv: [...input.programs.berthCommand, ...argv.slice(1)] };
     return { kind: "host", argv };
   }
   // The vLLM image's entrypoint is its OpenAI server: bare args are its flags.

@@ -57,7 +57,7 @@ export async function run(args: string[]): Promise<number> {
     kubeConfig,
     node: { name: values.name, gpuType, gpus, address: values.address },
     podAddresses: { first, last },
-    programs: berthPrograms({ routerImage: values["router-image"] ?? "ghcr.io/berth/berth:0.1.0", simEngineFlags: values["sim-engine-flag"] ?? [] }),
+    programs: berthPrograms({ routerImage: values["router-image"] ?? "ghcr.io/berth/berth:0.1.0", simEngineFlags: values["sim-engine-flag"] ?? [], berthCommands: true }),
     timeScale,
     log,
   });

@@ -98,6 +98,14 @@ describe("engine command lines", () => {
     expect(resolve("nginx", ["nginx"])).toEqual({ kind: "unknown-image" });
   });
 
+  it("runs the berth image's other commands (`berth agent`) through berthCommand when the node has one, else as given", () => {
+    const withCli = { ...PROGRAMS, berthCommand: ["node", "berth.js"] };
+    const run = (programs: Programs) =>
+      resolveProgram({ image: ROUTER_IMAGE, command: ["berth", "agent", "--leader-elect"], args: [], env: new Map(), programs, nodePath: "node" });
+    expect(run(withCli)).toEqual({ kind: "host", argv: ["node", "berth.js", "agent", "--leader-elect"] });
+    expect(run(PROGRAMS)).toEqual({ kind: "host", argv: ["berth", "agent", "--leader-elect"] });
+  });
+
   it("splits shell words with quotes, variables and operators", () => {
     expect(shellWords(`a "b $X" 'c $X' \${X}d&&e;f`, (n) => (n === "X" ? "x" : undefined))).toEqual(["a", "b x", "c $X", "xd", "&&", "e", ";", "f"]);
   });

@@ -5,7 +5,8 @@
 //
 // Addresses inside the namespace: every pod address is local (`10.244.0.0/16` routed to `lo`),
 // the apiserver listens on 10.244.0.1:6443, Services take 10.96.0.0/16 (also local, with source
-// 10.244.0.1: without it kube-proxy's masquerade on `lo` drops the connection). The test
+// 10.244.0.254: without a source kube-proxy's masquerade on `lo` drops the connection, and with
+// an endpoint's own address as source the connection is a hairpin, masqueraded and dropped). The test
 // process reaches inside through a relay (relay.ts); kubeconfigs for both sides are written.
 //
 // Authentication is by client certificate (CN = user, O = groups); authorization Node,RBAC;
@@ -39,6 +40,8 @@ export const SERVICE_CIDR = "10.96.0.0/16";
 export const APISERVER_ADDRESS = "10.244.0.1";
 export const APISERVER_PORT = 6443;
 export const KUBERNETES_SERVICE_IP = "10.96.0.1";
+/** The source address of connections to Service addresses (held by no pod, node or apiserver). */
+export const SERVICE_SOURCE = "10.244.0.254";
 const NAMESPACE_PREFIX = "berth-rc-";
 
 export const ADMISSION_PLUGINS = [
@@ -202,7 +205,11 @@ export async function startRealCluster(): Promise<RealCluster> {
   try {
     await createNetworkNamespace(namespace);
     await ipInside(namespace, ["route", "add", "local", POD_CIDR, "dev", "lo"]);
-    await ipInside(namespace, ["route", "add", "local", SERVICE_CIDR, "dev", "lo", "src", APISERVER_ADDRESS]);
+    // Connections to Services leave from SERVICE_SOURCE: kube-proxy masquerades a connection whose
+    // source is the endpoint it lands on (hairpin), and masquerading on `lo` drops it, so the
+    // source must be an address no endpoint has (the apiserver's own would break the kubernetes
+    // Service for every pod).
+    await ipInside(namespace, ["route", "add", "local", SERVICE_CIDR, "dev", "lo", "src", SERVICE_SOURCE]);
 
     const ca = await createCertificateAuthority(pki);
     const [serving, admin, controllerManager, scheduler, proxy, kubeletClient, saKeys] = await Promise.all([
