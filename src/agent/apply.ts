@@ -41,6 +41,7 @@ export async function applyAction(kube: Kube, action: Action): Promise<void> {
       case "createTokenSecret":
         await kube.core.createNamespacedSecret({
           namespace: action.namespace,
+          fieldManager: FIELD_MANAGER,
           body: {
             apiVersion: "v1",
             kind: "Secret",
@@ -51,7 +52,8 @@ export async function applyAction(kube: Kube, action: Action): Promise<void> {
         });
         return;
       case "createPod":
-        await kube.core.createNamespacedPod({ namespace: action.object.metadata!.namespace!, body: action.object });
+        // Named, so managedFields say who wrote the pod (client-node would otherwise be recorded as "node-fetch").
+        await kube.core.createNamespacedPod({ namespace: action.object.metadata!.namespace!, body: action.object, fieldManager: FIELD_MANAGER });
         return;
       case "deletePod":
         await kube.core.deleteNamespacedPod({

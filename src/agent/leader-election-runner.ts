@@ -4,6 +4,7 @@
 // leading. The caller starts its work on `onStartedLeading` and must stop writing at once on
 // `onStoppedLeading`.
 import { ApiException, type CoordinationV1Api, type V1Lease, V1MicroTime } from "@kubernetes/client-node";
+import { FIELD_MANAGER } from "./apply.ts";
 import { sleepUnlessAborted } from "./abortable.ts";
 import { decideElection, type ElectionTimings, type LeaseRecord, type Observation, observe, releasedRecord } from "./leader-election.ts";
 
@@ -85,7 +86,9 @@ export function startLeaderElection(options: LeaderElectionOptions): LeaderElect
     const body: V1Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: current ? { ...current.metadata } : { name, namespace }, spec: toLeaseSpec(record) };
     try {
       return await within(
-        current ? coordination.replaceNamespacedLease({ name, namespace, body }) : coordination.createNamespacedLease({ namespace, body }),
+        current
+          ? coordination.replaceNamespacedLease({ name, namespace, body, fieldManager: FIELD_MANAGER })
+          : coordination.createNamespacedLease({ namespace, body, fieldManager: FIELD_MANAGER }),
         budget(),
       );
     } catch (error) {

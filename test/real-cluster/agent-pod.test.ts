@@ -117,8 +117,10 @@ describe("the agent as pods of the cluster-mode bundle on a real control plane",
     expect(answer.status).toBe(200);
     // Written by the only credential the pods hold, the ServiceAccount's token: admitted by the
     // confinement policy because it carries the agent's label in a berth-* namespace.
-    const pod = JSON.parse((await kubectl(["get", "pod", "chat-main-r0-m0", "-n", "berth-demo", "-o", "json"])).stdout);
+    const pod = JSON.parse((await kubectl(["get", "pod", "chat-main-r0-m0", "-n", "berth-demo", "-o", "json", "--show-managed-fields"])).stdout);
     expect(pod.metadata.labels["app.kubernetes.io/managed-by"]).toBe("berth-agent");
+    // The apiserver records who created it: the agent names itself, the node wrote the status.
+    expect(pod.metadata.managedFields.find((f: { operation: string; subresource?: string }) => f.operation === "Update" && !f.subresource)?.manager).toBe("berth-agent");
     expect(pod.spec.nodeName).toBe("gpu-a");
   }, 200_000);
 });
