@@ -185,13 +185,25 @@ describe.each(DRIVERS)("rate limits on %s", (driver) => {
     const since = now.body.resourceVersion;
 
     const aborting = new AbortController();
-    const waiting = api.app.request(`/v1/agent/desired?since=${since}&waitSeconds=30`, { headers, signal: aborting.signal });
+    // The poll that should hold the slot. Should it answer before the second call is refused (a
+    // change to report, or a refusal of its own on a busy machine), another one takes its place:
+    // what is tested is that a second poll is refused while one is open.
+    let waiting: Promise<Response> | Response = Promise.resolve(new Response());
+    let waitingOpen = false;
+    const openPoll = () => {
+      waitingOpen = true;
+      waiting = Promise.resolve(api.app.request(`/v1/agent/desired?since=${since}&waitSeconds=30`, { headers, signal: aborting.signal })).finally(() => {
+        waitingOpen = false;
+      });
+    };
+    openPoll();
     // The first poll holds its slot once it has passed authentication; until then a second may still get in
     // (on a busy machine that can take seconds: Neon's connection goes through a WebSocket proxy).
     let second = await api.call("GET", `/v1/agent/desired?since=${since}&waitSeconds=0`, { token: agent.token });
     const giveUpAt = Date.now() + 15_000;
     for (let i = 0; i < 500 && second.status === 200 && Date.now() < giveUpAt; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
+      if (!waitingOpen) openPoll();
       api.clock.advance(10_000); // one more token of the agent's bucket per try: this is about the slot
       second = await api.call("GET", `/v1/agent/desired?since=${since}&waitSeconds=0`, { token: agent.token });
     }
