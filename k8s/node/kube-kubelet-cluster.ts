@@ -68,7 +68,9 @@ export function kubeKubeletCluster(kc: k8s.KubeConfig, nodeName: string, log: (l
       try {
         await core.patchNamespacedPodStatus({ namespace: pod.metadata.namespace!, name: pod.metadata.name!, body: { status } }, MERGE_PATCH);
       } catch (error) {
-        if (!isNotFound(error)) log(`status of ${pod.metadata.namespace}/${pod.metadata.name}: ${String(error)}`);
+        if (isNotFound(error)) return;
+        log(`status of ${pod.metadata.namespace}/${pod.metadata.name}: ${String(error)}`);
+        throw error;
       }
     },
     async removePod(pod) {

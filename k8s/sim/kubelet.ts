@@ -48,6 +48,7 @@ export interface KubeletCluster {
   pod(namespace: string, name: string): KubeObject | undefined;
   /** A Secret, ConfigMap or PersistentVolumeClaim a pod uses; undefined when it does not exist. */
   read(resource: "secrets" | "configmaps" | "persistentvolumeclaims", namespace: string, name: string): Promise<KubeObject | undefined>;
+  /** Throws when the write was refused or not answered (it is tried again); a pod already gone is no error. */
   writePodStatus(pod: KubeObject, status: Record<string, unknown>): Promise<void>;
   /** Removes a pod whose containers have all stopped (the last step of a graceful delete). */
   removePod(pod: KubeObject): Promise<void>;
@@ -96,6 +97,9 @@ const RESTART_BACKOFF_MAX_MS = 300_000;
 const BACKOFF_RESET_MS = 600_000;
 /** The kubelet gives a container at least this long after preStop before SIGKILL. */
 const MIN_GRACE_AFTER_HOOK_MS = 2_000;
+/** A status write the cluster refused is tried again this often, this many times in a row. */
+const STATUS_RETRY_MS = 1_000;
+const STATUS_WRITE_ATTEMPTS = 30;
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -206,6 +210,8 @@ class PodWorker {
   /** Ends probe loops when the processes are killed. */
   readonly #killSignal = new AbortController();
   #publishQueued = false;
+  /** The status writer while it runs: writes go one at a time (statusWriter). */
+  #writer?: Promise<void>;
   #done?: Promise<void>;
   /** When the grace period runs out (may shrink if the pod is deleted again with a shorter one). */
   deadline = Infinity;
@@ -258,12 +264,42 @@ class PodWorker {
   publish(): void {
     if (this.#publishQueued || this.killed) return;
     this.#publishQueued = true;
-    setImmediate(() => {
-      this.#publishQueued = false;
-      void this.writeStatus();
-    });
+    setImmediate(() => void this.#statusWriter());
   }
 
+  /** Writes the status now (after any write in flight) and resolves once it landed or was given up. */
+  async flushStatus(): Promise<void> {
+    // A writer already running sees the flag before it stops; otherwise this starts one.
+    this.#publishQueued = true;
+    await this.#statusWriter();
+  }
+
+  /**
+   * One writer per pod, as the kubelet's status manager has: a write starts only after the last
+   * one answered, with the newest status (two in flight can land out of order on an API server,
+   * an older "not ready" last), and a write that failed is tried again.
+   */
+  #statusWriter(): Promise<void> {
+    if (this.#writer) return this.#writer;
+    const run = async () => {
+      let failures = 0;
+      while (this.#publishQueued && !this.killed) {
+        this.#publishQueued = false;
+        try {
+          await this.writeStatus();
+          failures = 0;
+        } catch {
+          if (++failures > STATUS_WRITE_ATTEMPTS) return;
+          this.#publishQueued = true;
+          await sleep(STATUS_RETRY_MS);
+        }
+      }
+    };
+    this.#writer = run().finally(() => (this.#writer = undefined));
+    return this.#writer;
+  }
+
+  /** One status write; throws when the cluster refused it (the pod being gone is not a failure). */
   async writeStatus(): Promise<void> {
     const { cluster } = this.kubelet.options;
     const current = cluster.pod(this.namespace, this.name);
@@ -856,7 +892,7 @@ class PodWorker {
   async #terminate(): Promise<void> {
     await this.shutdown(this.pod.metadata.deletionGracePeriodSeconds ?? this.spec.terminationGracePeriodSeconds ?? 30);
     if (this.killed) return;
-    await this.writeStatus();
+    await this.flushStatus();
     this.#release();
     const current = this.kubelet.options.cluster.pod(this.namespace, this.name);
     if (current?.metadata.uid === this.uid) await this.kubelet.options.cluster.removePod(current);
