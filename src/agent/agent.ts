@@ -33,7 +33,8 @@ import { buildEndpointsBody, readyRouterPods } from "./router-endpoint-list.ts";
 import { pushEndpoints, tokenFromSecret } from "./router-endpoints.ts";
 import { needsRouterViews } from "./rank-coverage.ts";
 import { readRouterViews } from "./router-views.ts";
-import { computeStatus } from "./status.ts";
+import { computeStatus, endpointOf, type StatusInput } from "./status.ts";
+import { askEndpoint, type EndpointCheck, type EndpointReply, nextEndpointCheck } from "./endpoint-check.ts";
 import { type AgentMode, namespaceRefusal } from "./namespace-scope.ts";
 
 export interface AgentConfig {
@@ -73,6 +74,12 @@ export interface AgentConfig {
   namespaces?: readonly string[];
   /** Namespaced mode: how often each listed namespace is read with `get`. */
   namespacePollMs?: number;
+  /**
+   * How a deployment's endpoint is asked before Ready (endpoint-check.ts); default an HTTP GET.
+   * Clusters whose pods run no processes (scale benchmarks) have nothing that could answer and
+   * say so here.
+   */
+  askEndpoint?: (endpoint: string) => Promise<EndpointReply>;
 }
 
 export const DEFAULT_AGENT_CONFIG: AgentConfig = {
@@ -120,6 +127,8 @@ interface KeyState {
   scalingWaiters: Set<{ report: ScalingReport | undefined; done: (written: Deployment | "unchanged" | undefined) => void }>;
   /** Multi-host groups freed for lack of GPUs: when each may be created again (instance-group.ts). */
   placementPauses?: PlacementPauses;
+  /** The last question to the deployment's endpoint and its answer. */
+  endpointCheck?: EndpointCheck;
 }
 
 export interface Agent {
@@ -363,7 +372,7 @@ export function createAgent({
     const after: Observed = actions.length > 0 ? observeFromCache(cache, namespace, deployment.id, routerKinds) : observed;
     // External DP: which ranks the router pods confirm serving, read after this pass's push.
     const routerViews = !deleting && needsRouterViews(render) ? await readCoverageViews(render, after) : undefined;
-    const status = computeStatus({
+    const statusInput: StatusInput = {
       render,
       deleting,
       observed: after,
@@ -380,7 +389,15 @@ export function createAgent({
       ...(drainingPods && { drainingPods }),
       ...(scaling && { scaling }),
       ...(routerViews && { routerViews }),
-    });
+    };
+    // Ready needs the endpoint to answer (endpoint-check.ts): asked only when it is all that is missing.
+    const endpoint = deleting ? undefined : endpointOf(render, after);
+    if (endpoint && computeStatus({ ...statusInput, endpointCheck: { endpoint, answered: true, misses: 0, detail: "" } }).phase === "Ready") {
+      const check = nextEndpointCheck(state.endpointCheck, endpoint, await (config.askEndpoint ?? askEndpoint)(endpoint));
+      if (!check.answered && state.endpointCheck?.answered !== false) logger.info("endpoint did not answer", { deploymentId: deployment.id, endpoint, detail: check.detail });
+      state.endpointCheck = check;
+    }
+    const status = computeStatus({ ...statusInput, ...(state.endpointCheck && { endpointCheck: state.endpointCheck }) });
     const body = JSON.stringify(status);
     // The API marks a silent cluster's deployments Ready Unknown: once heard again, the agent
     // re-sends what it observes even when that has not changed since its last write.

@@ -9,6 +9,8 @@
 // An instance counts as a unit (instance-group.ts): ready only when every member the render expects
 // is present, Ready and of one revision; a multi-host one names its first missing or failed member,
 // and one that cannot be placed whole says InsufficientGPU for the group (needed and free GPUs).
+// Ready also needs the endpoint to have answered the agent (endpoint-check.ts): readiness of the
+// pods does not mean the Service routes to them yet.
 import type { V1PersistentVolumeClaim, V1Pod, V1Service } from "@kubernetes/client-node";
 import {
   GPU_TYPE_LABEL,
@@ -22,6 +24,7 @@ import {
 import type { Condition, DeploymentStatus, RankCoverage, Role, RoleStatus, ScalingStatus } from "../domain/deployment-spec.ts";
 import type { Inventory } from "../domain/cluster.ts";
 import type { ScalingCondition } from "../domain/scaling.ts";
+import { ENDPOINT_CHECK_PATH, type EndpointCheck } from "./endpoint-check.ts";
 import { elasticInstances, memberOf, recordedWidth } from "./elastic.ts";
 import { judgeGroup, leaderServed, type PlacementPauses, planGroups } from "./instance-group.ts";
 import type { Observed } from "./observe.ts";
@@ -63,6 +66,8 @@ export interface StatusInput {
   placementPauses?: PlacementPauses;
   /** When the inventory's pod list was read (epoch ms). */
   inventoryAt?: number;
+  /** What the agent's question to the endpoint gave; absent: not asked (then Ready says EndpointNotChecked). */
+  endpointCheck?: EndpointCheck;
 }
 
 type Problem = { reason: string; message: string };
@@ -199,7 +204,30 @@ function resizingCondition(render: RenderInput, resize: ResizeView | undefined, 
     : { status: "False", reason: "ResizePending", message: `${role.name} should run ${role.elastic!.width} ranks; instances run ${widths.join(", ")}` };
 }
 
-export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews, resize, placementPauses, inventoryAt }: StatusInput): DeploymentStatus {
+/** The deployment's endpoint: its router Service, else its serving role's Service; undefined until a ClusterIP is observed. */
+export function endpointOf(render: RenderInput, observed: Observed): string | undefined {
+  const { deployment } = render;
+  const options = resolveOptions(deployment.spec, deployment.name, render.options);
+  if (deployment.spec.router) {
+    const ip = clusterIpOf(observed.services.find((s) => s.metadata?.name === routerServiceName(deployment.name)));
+    return ip ? `http://${ip}:${options.routerPort}` : undefined;
+  }
+  const serving = deployment.spec.roles.find((r) => r.kind === "server") ?? deployment.spec.roles[0];
+  const ip = serving ? clusterIpOf(observed.services.find((s) => s.metadata?.name === roleServiceName(deployment.name, serving.name))) : undefined;
+  return ip ? `http://${ip}:${options.enginePort}` : undefined;
+}
+
+/** Why a deployment whose pods are all Ready is not: its endpoint has not answered (yet). */
+function endpointProblem(endpoint: string | undefined, check: EndpointCheck | undefined): Problem {
+  if (endpoint === undefined) return { reason: "EndpointPending", message: "the Service has no ClusterIP yet" };
+  if (check?.endpoint !== endpoint) return { reason: "EndpointNotChecked", message: `every pod is Ready; ${endpoint} has not been asked yet` };
+  return {
+    reason: "EndpointNotAnswering",
+    message: `every pod is Ready but GET ${endpoint}${ENDPOINT_CHECK_PATH} got no answer (${check.detail}); the Service may not route to them yet`,
+  };
+}
+
+export function computeStatus({ render, deleting, observed, applyError, previous, now, routerAcks, pushError, scaling, retirement, drainingPods, inventory, routerViews, resize, placementPauses, inventoryAt, endpointCheck }: StatusInput): DeploymentStatus {
   const { deployment } = render;
   const generation = deployment.generation;
   const previousConditions = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
@@ -283,22 +311,12 @@ export function computeStatus({ render, deleting, observed, applyError, previous
   const routerCoverage = routerCoverageCondition(render, coverage, routerViews);
   const covered = !routerCoverage?.gatesReady || routerCoverage.status === "True";
 
-  const options = resolveOptions(deployment.spec, deployment.name, render.options);
-  let endpoint: string | undefined;
-  if (deployment.spec.router) {
-    const ip = clusterIpOf(observed.services.find((s) => s.metadata?.name === routerServiceName(deployment.name)));
-    endpoint = ip ? `http://${ip}:${options.routerPort}` : undefined;
-  } else {
-    const serving = deployment.spec.roles.find((r) => r.kind === "server") ?? deployment.spec.roles[0];
-    const ip = serving
-      ? clusterIpOf(observed.services.find((s) => s.metadata?.name === roleServiceName(deployment.name, serving.name)))
-      : undefined;
-    endpoint = ip ? `http://${ip}:${options.enginePort}` : undefined;
-  }
+  const endpoint = endpointOf(render, observed);
   const router = routerReadiness(render, observed, routerAcks ?? new Map(), pushError, drainingPods);
   const resizing = resizingCondition(render, resize, observed.pods);
 
-  const ready = allReady && (router?.ready ?? true) && covered && !applyError && !pushError && endpoint !== undefined && !deleting;
+  const answered = endpoint !== undefined && endpointCheck?.endpoint === endpoint && endpointCheck.answered;
+  const ready = allReady && (router?.ready ?? true) && covered && !applyError && !pushError && answered && !deleting;
   const unschedulable = problems.find((p) => p.reason === "InsufficientGPU" || p.reason === "Unschedulable" || p.reason === "VolumeNotBound");
   const firstProblem = problems[0];
   const phase: DeploymentStatus["phase"] = deleting
@@ -317,7 +335,9 @@ export function computeStatus({ render, deleting, observed, applyError, previous
           ? { reason: router.reason, message: router.message }
           : allReady && routerCoverage && !covered
             ? { reason: routerCoverage.reason, message: routerCoverage.message }
-            : { reason: "WeightsLoading", message: memberStarting ? `instances are starting; ${memberStarting.message}` : "instances are starting" }));
+            : allReady && !answered
+              ? endpointProblem(endpoint, endpointCheck)
+              : { reason: "WeightsLoading", message: memberStarting ? `instances are starting; ${memberStarting.message}` : "instances are starting" }));
   const counts = roles.map((r) => `${r.name} ${r.ready}/${r.desired} ready`).join(", ");
   // The rollout planner's own view (rollout.ts): surge progress, or why the surge does not fit.
   const upToDate = upToDateCondition(render, observed.pods, inventory);

@@ -99,7 +99,8 @@ describe("an agent heard again after its cluster was marked disconnected", () =>
         },
       },
       clock: systemClock,
-      config: { settleMs: 200, waitSeconds: 1, heartbeatMs: 60_000, resyncMs: 500, backoffBaseMs: 100, backoffCapMs: 1_000 },
+      // Its pods run no processes, so nothing could answer at the endpoint: the check before Ready is answered here.
+      config: { settleMs: 200, waitSeconds: 1, heartbeatMs: 60_000, resyncMs: 500, backoffBaseMs: 100, backoffCapMs: 1_000, askEndpoint: async () => ({ answered: true, status: 200 }) },
       logger: quiet,
     });
     agent.start();

@@ -12,11 +12,10 @@ import {
   scalingStatusOf,
   shadowEventsOf,
 } from "../../src/agent/autoscaler-report.ts";
-import { computeStatus } from "../../src/agent/status.ts";
 import { AgentScaledData } from "../../src/domain/cluster.ts";
 import { applySpecDefaults, DeploymentStatus, type DeploymentSpecInput, ScalingStatus } from "../../src/domain/deployment-spec.ts";
 import { decideScaling, emptyScalingState, type RoleSignals, type ScalingSpec } from "../../src/domain/scaling.ts";
-import { aggregated, observed } from "./support.ts";
+import { aggregated, observed, statusAnswered } from "./support.ts";
 
 const NOW = "2026-01-01T00:00:00.000Z";
 
@@ -179,7 +178,7 @@ describe("status through the reconcile pass", () => {
     const decision = decide(aSpec({ mode: "active" }), { main: signals({ running: 6, waiting: 4 }) });
     const scaling = { status: scalingStatusOf(decision), condition: decision.condition! };
     const when = new Date(NOW);
-    const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "ready"]), now: when, scaling });
+    const status = statusAnswered({ render: input, deleting: false, observed: observed(input, ["ready", "ready"]), now: when, scaling });
     expect(DeploymentStatus.safeParse(status).error).toBeUndefined();
     expect(status.scaling).toEqual(scaling.status);
     expect(status.conditions?.find((c) => c.type === "Scaling")).toEqual({
@@ -190,7 +189,7 @@ describe("status through the reconcile pass", () => {
       observedGeneration: 1,
       lastTransitionTime: NOW,
     });
-    const off = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "ready"]), now: when });
+    const off = statusAnswered({ render: input, deleting: false, observed: observed(input, ["ready", "ready"]), now: when });
     expect(off).not.toHaveProperty("scaling");
     expect(off.conditions?.some((c) => c.type === "Scaling")).toBe(false);
   });

@@ -7,8 +7,8 @@ import { describe, expect, it } from "vitest";
 import { renderClaims, renderInstancePods, type RenderInput } from "../../k8s/render/index.ts";
 import { emptyObserved, type Observed } from "../../src/agent/observe.ts";
 import { planDeployment } from "../../src/agent/plan.ts";
-import { computeStatus, podProblem } from "../../src/agent/status.ts";
-import { aggregated, disaggregated } from "./support.ts";
+import { podProblem } from "../../src/agent/status.ts";
+import { aggregated, disaggregated, statusAnswered } from "./support.ts";
 
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 
@@ -99,7 +99,7 @@ describe("a claim that keeps pods Pending in status", () => {
     const input = epd("vllm", { storageClassName: "nfs-rwx" });
     const claim = observedClaim(input, "Pending");
     const observed: Observed = { ...emptyObserved(true), claims: [claim], pods: [pendingOnClaim(input, "encode", UNBOUND), pendingOnClaim(input, "prefill", UNBOUND)] };
-    const status = computeStatus({ render: input, deleting: false, observed, now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed, now: NOW });
     const scheduled = status.conditions?.find((c) => c.type === "Scheduled");
     expect(scheduled).toMatchObject({
       status: "False",

@@ -6,9 +6,8 @@ import { renderInstancePods, type RenderInput } from "../../k8s/render/index.ts"
 import { rankCoverage, routerCoverageCondition, type RouterViews } from "../../src/agent/rank-coverage.ts";
 import { buildEndpointList, endpointsHash, buildEndpointsBody, routerAckKey } from "../../src/agent/router-endpoint-list.ts";
 import type { AdminView } from "../../src/agent/signals/router.ts";
-import { computeStatus } from "../../src/agent/status.ts";
 import type { DeploymentStatus } from "../../src/domain/deployment-spec.ts";
-import { aggregated, observed, withRouter } from "./support.ts";
+import { aggregated, observed, statusAnswered, withRouter } from "./support.ts";
 
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 const MODEL = "Qwen/Qwen3-8B";
@@ -133,7 +132,7 @@ describe("computeStatus with external DP", () => {
     const cluster = withRouter(input, { ...observed(input, []), pods: all });
     const hash = endpointsHash(buildEndpointsBody(input, cluster.pods));
     const routerAcks = new Map(cluster.routerPods.map((pod) => [routerAckKey(pod), hash]));
-    return computeStatus({ render: input, deleting: false, observed: cluster, routerAcks, now: NOW, ...(routerViews && { routerViews }) });
+    return statusAnswered({ render: input, deleting: false, observed: cluster, routerAcks, now: NOW, ...(routerViews && { routerViews }) });
   };
 
   it("Ready with every rank serving: ranks in the role status, RouterCoverage True", () => {

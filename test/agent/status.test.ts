@@ -8,7 +8,7 @@ import type { RenderInput } from "../../k8s/render/index.ts";
 import type { DeploymentStatus } from "../../src/domain/deployment-spec.ts";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Inventory } from "../../src/domain/cluster.ts";
-import { aggregated, disaggregated, groupPods, type MemberState, merged, observed, type PodState, tp16, withRouter } from "./support.ts";
+import { aggregated, disaggregated, groupPods, type MemberState, merged, observed, type PodState, statusAnswered, tp16, withRouter } from "./support.ts";
 
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 const conditionOf = (status: DeploymentStatus, type: string) => status.conditions?.find((c) => c.type === type);
@@ -25,7 +25,7 @@ describe("computeStatus", () => {
     ["stale but ready", 2, ["stale", "ready"], "Ready", { ready: 2, updated: 1, draining: 0 }, "Ready"],
   ])("%s", (_name, replicas, states, phase, counts, readyReason) => {
     const input = aggregated(replicas);
-    const status = computeStatus({ render: input, deleting: false, observed: observed(input, states), now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed: observed(input, states), now: NOW });
     expect(status.phase).toBe(phase);
     expect(status.observedGeneration).toBe(1);
     expect(status.roles).toEqual([{ name: "main", kind: "server", desired: replicas, ...counts }]);
@@ -45,7 +45,7 @@ describe("computeStatus", () => {
   ])("UpToDate from the rollout planner: %s", (_name, states, gpuFree, expected) => {
     const input = aggregated(2);
     const inventory = { nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree }] };
-    const status = computeStatus({ render: input, deleting: false, observed: observed(input, states), now: NOW, inventory });
+    const status = statusAnswered({ render: input, deleting: false, observed: observed(input, states), now: NOW, inventory });
     const upToDate = conditionOf(status, "UpToDate")!;
     expect(`${upToDate.status} ${upToDate.reason}: ${upToDate.message}`).toBe(expected);
   });
@@ -53,15 +53,15 @@ describe("computeStatus", () => {
   it("a surge instance the rollout keeps is capacity, not draining; once no stale instance remains it is surplus and drains", () => {
     const input = aggregated(2);
     const inventory = { nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 0 }] };
-    const rolling = computeStatus({ render: input, deleting: false, observed: observed(input, ["stale", "ready", "ready"]), now: NOW, inventory });
+    const rolling = statusAnswered({ render: input, deleting: false, observed: observed(input, ["stale", "ready", "ready"]), now: NOW, inventory });
     expect(rolling.roles?.[0]).toMatchObject({ desired: 2, ready: 2, updated: 1, draining: 0 });
-    const done = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "ready", "terminating"]), now: NOW, inventory });
+    const done = statusAnswered({ render: input, deleting: false, observed: observed(input, ["ready", "ready", "terminating"]), now: NOW, inventory });
     expect(done.roles?.[0]).toMatchObject({ desired: 2, ready: 2, updated: 2, draining: 1 });
   });
 
   it("names the GPU shortage in Scheduled and the endpoint from the role Service's ClusterIP", () => {
     const input = aggregated(2);
-    const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "unschedulable"]), now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed: observed(input, ["ready", "unschedulable"]), now: NOW });
     expect(status.endpoint).toBe("http://127.0.200.7:8000");
     expect(conditionOf(status, "Scheduled")).toEqual({
       type: "Scheduled",
@@ -82,7 +82,7 @@ describe("computeStatus", () => {
     ],
   ])("InsufficientGPU names needed and free GPUs: %s", (_name, inventory, prefix) => {
     const input = aggregated(2);
-    const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready", "unschedulable"]), now: NOW, ...(inventory && { inventory }) });
+    const status = statusAnswered({ render: input, deleting: false, observed: observed(input, ["ready", "unschedulable"]), now: NOW, ...(inventory && { inventory }) });
     expect(conditionOf(status, "Scheduled")?.message.startsWith(prefix)).toBe(true);
   });
 
@@ -104,7 +104,7 @@ describe("computeStatus", () => {
 
   it("carries the crash's last log line", () => {
     const input = aggregated(1);
-    const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["crashloop"]), now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed: observed(input, ["crashloop"]), now: NOW });
     expect(conditionOf(status, "RolesReady")?.message).toContain("exit 1: CUDA out of memory");
   });
 
@@ -112,32 +112,57 @@ describe("computeStatus", () => {
     const input = aggregated(1);
     const noService = observed(input, ["ready"]);
     noService.services = [];
-    expect(computeStatus({ render: input, deleting: false, observed: noService, now: NOW }).phase).not.toBe("Ready");
-    const failed = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready"]), applyError: "forbidden", now: NOW });
+    expect(statusAnswered({ render: input, deleting: false, observed: noService, now: NOW }).phase).not.toBe("Ready");
+    const failed = statusAnswered({ render: input, deleting: false, observed: observed(input, ["ready"]), applyError: "forbidden", now: NOW });
     expect(failed.phase).toBe("Degraded");
     expect(conditionOf(failed, "Ready")).toMatchObject({ status: "False", reason: "ApplyFailed", message: "forbidden" });
   });
 
+  describe("Ready needs the endpoint to answer the agent", () => {
+    const input = aggregated(1);
+    const seen = observed(input, ["ready"]);
+    const endpoint = "http://127.0.200.7:8000";
+    it.each([
+      ["not asked yet", undefined, "EndpointNotChecked", /has not been asked yet/],
+      ["refused", { endpoint, answered: false, misses: 1, detail: "ECONNREFUSED" }, "EndpointNotAnswering", /GET http:\/\/127\.0\.200\.7:8000\/v1\/models got no answer \(ECONNREFUSED\); the Service may not route/],
+      ["answered at an address the Service no longer has", { endpoint: "http://10.96.0.99:8000", answered: true, misses: 0, detail: "answered 200" }, "EndpointNotChecked", /has not been asked yet/],
+    ] as const)("%s: Starting, Ready False", (_, endpointCheck, reason, message) => {
+      const status = computeStatus({ render: input, deleting: false, observed: seen, now: NOW, ...(endpointCheck && { endpointCheck }) });
+      expect(status.phase).toBe("Starting");
+      expect(status.endpoint).toBe(endpoint);
+      expect(conditionOf(status, "RolesReady")?.status).toBe("True");
+      expect(conditionOf(status, "Ready")).toMatchObject({ status: "False", reason, message: expect.stringMatching(message) });
+    });
+    it("answered: Ready, serving at the endpoint", () => {
+      const status = computeStatus({ render: input, deleting: false, observed: seen, now: NOW, endpointCheck: { endpoint, answered: true, misses: 0, detail: "answered 404" } });
+      expect(conditionOf(status, "Ready")).toMatchObject({ status: "True", message: `serving at ${endpoint}` });
+    });
+    it("an answer does not hide pods that are not Ready", () => {
+      const starting = computeStatus({ render: input, deleting: false, observed: observed(input, ["starting"]), now: NOW, endpointCheck: { endpoint, answered: true, misses: 0, detail: "answered 200" } });
+      expect(conditionOf(starting, "Ready")).toMatchObject({ status: "False", reason: "WeightsLoading" });
+    });
+  });
+
   it("reports no counts when nothing was observed", () => {
-    const status = computeStatus({ render: aggregated(2), deleting: false, observed: undefined, now: NOW });
+    const status = statusAnswered({ render: aggregated(2), deleting: false, observed: undefined, now: NOW });
     expect(status.roles).toBeUndefined();
     expect(status.phase).toBe("Pending");
   });
 
   it("keeps lastTransitionTime until a condition's status flips", () => {
     const input = aggregated(1);
-    const first = computeStatus({ render: input, deleting: false, observed: observed(input, ["starting"]), now: NOW });
+    const first = statusAnswered({ render: input, deleting: false, observed: observed(input, ["starting"]), now: NOW });
     const later = new Date(NOW.getTime() + 60_000);
-    const same = computeStatus({ render: input, deleting: false, observed: observed(input, ["starting"]), previous: first, now: later });
+    const same = statusAnswered({ render: input, deleting: false, observed: observed(input, ["starting"]), previous: first, now: later });
     expect(conditionOf(same, "Ready")?.lastTransitionTime).toBe(NOW.toISOString());
-    const flipped = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready"]), previous: same, now: later });
+    const flipped = statusAnswered({ render: input, deleting: false, observed: observed(input, ["ready"]), previous: same, now: later });
     expect(conditionOf(flipped, "Ready")).toMatchObject({ status: "True", lastTransitionTime: later.toISOString() });
     expect(conditionOf(flipped, "Accepted")?.lastTransitionTime).toBe(NOW.toISOString());
   });
 
   it("says Deleting while objects are removed", () => {
     const input = aggregated(1);
-    const status = computeStatus({ render: input, deleting: true, observed: observed(input, ["terminating"]), now: NOW });
+    const status = statusAnswered({ render: input, deleting: true, observed: observed(input, ["terminating"]), now: NOW });
     expect(status.phase).toBe("Deleting");
     expect(status.roles?.[0]).toMatchObject({ ready: 0, draining: 1 });
   });
@@ -154,14 +179,14 @@ describe("computeStatus with a router", () => {
   it("the endpoint is the router Service, and Ready waits until the router pods acknowledged the endpoints", () => {
     const input = routed(2);
     const cluster = withRouter(input, observed(input, ["ready", "ready"]));
-    const before = computeStatus({ render: input, deleting: false, observed: cluster, now: NOW });
+    const before = statusAnswered({ render: input, deleting: false, observed: cluster, now: NOW });
     expect(before.endpoint).toBe("http://127.0.200.9:8080");
     expect(before.phase).toBe("Starting");
     expect(conditionOf(before, "RolesReady")?.status).toBe("True");
     expect(conditionOf(before, "RouterReady")).toMatchObject({ status: "False", reason: "EndpointsNotPushed" });
     expect(conditionOf(before, "Ready")).toMatchObject({ status: "False", reason: "EndpointsNotPushed" });
 
-    const after = computeStatus({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
+    const after = statusAnswered({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
     expect(after.phase).toBe("Ready");
     expect(conditionOf(after, "RouterReady")).toMatchObject({ status: "True", reason: "RouterReady" });
     expect(conditionOf(after, "Ready")?.message).toBe("serving at http://127.0.200.9:8080");
@@ -172,7 +197,7 @@ describe("computeStatus with a router", () => {
     const one = withRouter(input, observed(input, ["ready", "starting"]));
     const acks = ackedAll(input, one);
     const two = withRouter(input, observed(input, ["ready", "ready"]));
-    const status = computeStatus({ render: input, deleting: false, observed: two, routerAcks: acks, now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed: two, routerAcks: acks, now: NOW });
     expect(status.phase).toBe("Starting");
     expect(conditionOf(status, "RouterReady")).toMatchObject({ status: "False", reason: "EndpointsNotPushed", message: "router 1/1 ready; 0/1 router pods hold the current endpoints" });
   });
@@ -184,7 +209,7 @@ describe("computeStatus with a router", () => {
     const input = routed(1);
     const cluster = withRouter(input, observed(input, ["ready"]), state);
     if (state?.pods?.length === 0) cluster.deployments = [];
-    const status = computeStatus({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
     expect(status.phase).toBe("Starting");
     expect(conditionOf(status, "RouterReady")).toMatchObject({ status: "False", reason });
     expect(conditionOf(status, "Ready")).toMatchObject({ status: "False", reason });
@@ -193,7 +218,7 @@ describe("computeStatus with a router", () => {
   it("a failed push is Degraded, never Ready", () => {
     const input = routed(1);
     const cluster = withRouter(input, observed(input, ["ready"]));
-    const status = computeStatus({
+    const status = statusAnswered({
       render: input,
       deleting: false,
       observed: cluster,
@@ -210,28 +235,28 @@ describe("computeStatus with a router", () => {
     const input = routed(1);
     const cluster = withRouter(input, observed(input, ["ready"]));
     cluster.services = cluster.services.filter((s) => s.metadata?.name !== "chat");
-    const status = computeStatus({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
     expect(status.endpoint).toBeUndefined();
     expect(status.phase).not.toBe("Ready");
   });
 
   it("an external router is ready on its Deployment's readiness alone (it discovers pods itself)", () => {
     const input = routed(1, "sglang-gateway");
-    const status = computeStatus({ render: input, deleting: false, observed: withRouter(input, observed(input, ["ready"])), now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed: withRouter(input, observed(input, ["ready"])), now: NOW });
     expect(status.phase).toBe("Ready");
     expect(conditionOf(status, "RouterReady")).toMatchObject({ status: "True", message: "router 1/1 ready" });
   });
 
   it("without a router there is no RouterReady condition", () => {
     const input = aggregated(1);
-    const status = computeStatus({ render: input, deleting: false, observed: observed(input, ["ready"]), now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed: observed(input, ["ready"]), now: NOW });
     expect(conditionOf(status, "RouterReady")).toBeUndefined();
   });
 
   it("PD: counts per role, Ready through the router", () => {
     const input = disaggregated("vllm", 1, 2);
     const cluster = withRouter(input, merged(observed(input, ["ready"], { role: "prefill" }), observed(input, ["ready", "starting"], { role: "decode" })));
-    const status = computeStatus({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
+    const status = statusAnswered({ render: input, deleting: false, observed: cluster, routerAcks: ackedAll(input, cluster), now: NOW });
     expect(status.roles).toEqual([
       { name: "prefill", kind: "prefill", desired: 1, ready: 1, updated: 1, draining: 0 },
       { name: "decode", kind: "decode", desired: 2, ready: 1, updated: 2, draining: 0 },
@@ -245,7 +270,7 @@ describe("computeStatus of multi-host instances (size 2: TP16 over two 8-GPU pod
   const input = tp16(1);
   const withPods = (pods: V1Pod[]): Observed => ({ ...observed(input, []), pods });
   const status = (pods: V1Pod[], inventory?: Inventory) =>
-    computeStatus({ render: input, deleting: false, observed: withPods(pods), now: NOW, ...(inventory && { inventory }) });
+    statusAnswered({ render: input, deleting: false, observed: withPods(pods), now: NOW, ...(inventory && { inventory }) });
 
   it("both members Ready: Ready 1/1", () => {
     const s = status(groupPods(input, 0, ["ready", "ready"]));
@@ -283,7 +308,7 @@ describe("computeStatus of multi-host instances (size 2: TP16 over two 8-GPU pod
   it("of two groups with room for one, the second is the one held, as the plan holds it", () => {
     const two = tp16(2);
     const inventory = { nodes: ["a", "b"].map((n) => ({ name: n, gpuType: "nvidia-h100-80gb", gpuCapacity: 8, gpuAllocatable: 8, gpuFree: 8 })) };
-    const s = computeStatus({ render: two, deleting: false, observed: { ...observed(two, []), pods: groupPods(two, 0, ["pending", "pending"]) }, now: NOW, inventory });
+    const s = statusAnswered({ render: two, deleting: false, observed: { ...observed(two, []), pods: groupPods(two, 0, ["pending", "pending"]) }, now: NOW, inventory });
     expect(conditionOf(s, "Scheduled")!.message).toBe(
       "chat-main-r1 needs 16 nvidia-h100-80gb GPUs (2 × 8) placed together; 0 free: the group holds no GPUs until they are",
     );

@@ -14,6 +14,7 @@ import {
 } from "../../k8s/render/index.ts";
 import { applySpecDefaults, type DeploymentSpecInput } from "../../src/domain/deployment-spec.ts";
 import { emptyObserved, type Observed } from "../../src/agent/observe.ts";
+import { computeStatus, endpointOf, type StatusInput } from "../../src/agent/status.ts";
 
 export const aggregated = (replicas: number, overrides: Partial<DeploymentSpecInput> = {}): RenderInput => ({
   deployment: {
@@ -260,3 +261,13 @@ export function memberPod(input: RenderInput, replica: number, member: number, s
 /** One instance's members in the given states (null: that member is missing). */
 export const groupPods = (input: RenderInput, replica: number, states: Array<MemberState | null>) =>
   states.flatMap((state, member) => (state ? [memberPod(input, replica, member, state)] : []));
+
+/**
+ * computeStatus as the agent calls it once the endpoint answered its check (endpoint-check.ts):
+ * for tests about everything else Ready depends on. An explicit `endpointCheck` is kept.
+ */
+export function statusAnswered(input: StatusInput) {
+  const endpoint = input.observed ? endpointOf(input.render, input.observed) : undefined;
+  const endpointCheck = input.endpointCheck ?? (endpoint ? { endpoint, answered: true, misses: 0, detail: "answered 200" } : undefined);
+  return computeStatus({ ...input, ...(endpointCheck && { endpointCheck }) });
+}
