@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent, Logger } from "../../src/agent/agent.ts";
 import { createKube, type Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, answerOf, chat as complete, eventually, MODEL, quiet, startAgentWorld } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, answerOf, chat as complete, eventually, MODEL, quiet, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-routers";
 
@@ -15,7 +15,7 @@ interface RouterView {
   models: string[];
 }
 
-describe("berth agent with the builtin router against the simulated cluster", () => {
+describe.each<Backend>(["sim", "real"])("berth agent with the builtin router against the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   let agent: Agent;
@@ -67,7 +67,7 @@ describe("berth agent with the builtin router against the simulated cluster", ()
   const readyDeployment = (id: string) => world.readyDeployment(id);
 
   beforeAll(async () => {
-    world = await startAgentWorld({ project: "routers" });
+    world = await startAgentWorld({ backend, project: "routers" });
     kube = world.kube;
     projectId = world.projectId;
     // The agent's own client, with every pod delete recorded together with what the router held

@@ -5,7 +5,7 @@
 // at once, scale-down after the stabilization window); a role at zero is woken by a request the
 // builtin router holds, and that request is served.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCaller, type AgentWorld, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
 
 /** Tokens per request: about a second each at the simulator's 0.05 latency profile. */
 const LONG_REQUEST_TOKENS = 2500;
@@ -15,7 +15,7 @@ interface ScaledEvent {
   data: { role: string; from: number; to: number; mode: string; reason: string; message?: string; actor: { kind: string }; signals: Array<{ name: string; value: number }> };
 }
 
-describe("the autoscaler against the simulated cluster", () => {
+describe.each<Backend>(["sim", "real"])("the autoscaler against the %s cluster", (backend) => {
   let world: AgentWorld;
 
   const call = adminCaller(() => world.server);
@@ -62,7 +62,7 @@ describe("the autoscaler against the simulated cluster", () => {
   });
 
   beforeAll(async () => {
-    world = await startAgentWorld({ simEngineFlags: ["--latency-profile", "0.05"], project: "scaling" });
+    world = await startAgentWorld({ backend, simEngineFlags: ["--latency-profile", "0.05"], project: "scaling" });
     world.startAgent();
   }, 90_000);
 
@@ -181,10 +181,9 @@ describe("the autoscaler against the simulated cluster", () => {
       "zero",
       spec({ mode: "active", intervalSeconds: 5, scaleDownStabilizationSeconds: 60, algorithm: queueDepth, roles: [{ name: "main", minReplicas: 0, maxReplicas: 2 }] }, 0),
     );
-    const routed = await eventually("the router serving with the role at zero", async () => {
-      const body = await get(id);
-      const routerReady = body.status?.conditions?.find((c: { type: string; status: string }) => c.type === "RouterReady" && c.status === "True");
-      return routerReady && body.status.endpoint ? body : undefined;
+    // Ready at zero: the router answers at the endpoint and holds what comes until an engine wakes.
+    const routed = await world.readyDeployment(id, {
+      check: (body) => body.status.conditions.some((c: { type: string; status: string }) => c.type === "RouterReady" && c.status === "True"),
     });
     expect(routed.spec.roles[0].replicas).toBe(0);
     const started = Date.now();

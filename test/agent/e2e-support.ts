@@ -11,7 +11,7 @@ import { type AgentApi, createApiClient, registerAgent } from "../../src/agent/a
 import { createKube, type Kube } from "../../src/agent/kube.ts";
 import { systemClock } from "../../src/domain/clock.ts";
 import { type BerthServer, startBerthServer } from "../support/berth-process.ts";
-import { startRealGpuCluster } from "../support/real-cluster/gpu-cluster.ts";
+import { type GpuNodeSpec, startRealGpuCluster } from "../support/real-cluster/gpu-cluster.ts";
 
 /**
  * Where the world's cluster runs: "sim", the simulated cluster in this process; "real", a real
@@ -132,8 +132,10 @@ export function startClients(endpoint: string, clients: number, maxTokens: numbe
 export interface AgentWorldOptions {
   /** Default "sim". */
   backend?: Backend;
-  /** GPUs on the single node "gpu-a" (default 8). */
+  /** GPUs on the single node "gpu-a" (default 8), unless `nodes` says otherwise. */
   gpus?: number;
+  /** The cluster's GPU nodes (default one, "gpu-a" with `gpus` H100s). */
+  nodes?: GpuNodeSpec[];
   /** Engine flags of the simulated engines (default the turbo latency profile); null keeps the engine's default. */
   simEngineFlags?: string[] | null;
   /** More simulated-cluster options (watch history, request hooks). */
@@ -185,14 +187,14 @@ interface WorldCluster {
   stop(): Promise<void>;
 }
 
-/** One node "gpu-a" of `gpus` H100s, probes and backoffs 10× faster, on either backend. */
-async function startWorldCluster(backend: Backend, gpus: number, simEngineFlags: string[] | null, sim: Partial<SimClusterOptions> = {}): Promise<WorldCluster> {
+/** The given GPU nodes, probes and backoffs 10× faster, on either backend. */
+async function startWorldCluster(backend: Backend, nodes: GpuNodeSpec[], simEngineFlags: string[] | null, sim: Partial<SimClusterOptions> = {}): Promise<WorldCluster> {
   if (backend === "real") {
-    const real = await startRealGpuCluster({ nodes: [{ name: "gpu-a", gpus }], simEngineFlags: simEngineFlags ?? [], timeScale: 0.1 });
+    const real = await startRealGpuCluster({ nodes, simEngineFlags: simEngineFlags ?? [], timeScale: 0.1 });
     return { kubeConfig: real.kubeConfig, kubeconfigPath: real.kubeconfigPath, stop: () => real.stop() };
   }
   const cluster = await startSimCluster({
-    nodes: [{ name: "gpu-a", gpuType: "nvidia-h100-80gb", gpus }],
+    nodes: nodes.map(({ name, gpus, gpuType }) => ({ name, gpuType: gpuType ?? "nvidia-h100-80gb", gpus })),
     programs: berthPrograms({ routerImage: ROUTER_IMAGE, ...(simEngineFlags ? { simEngineFlags } : {}) }),
     timeScale: 0.1,
     ...sim,
@@ -206,7 +208,8 @@ async function startWorldCluster(backend: Backend, gpus: number, simEngineFlags:
 /** Starts `berth serve` and a cluster (simulated unless `backend` is "real"), registers cluster "sim" and, if asked, a project. */
 export async function startAgentWorld(options: AgentWorldOptions = {}): Promise<AgentWorld> {
   const { gpus = 8, simEngineFlags = ["--latency-profile", "turbo"], backend = "sim" } = options;
-  const [server, world] = await Promise.all([startBerthServer(), startWorldCluster(backend, gpus, simEngineFlags, options.sim)]);
+  const nodes = options.nodes ?? [{ name: "gpu-a", gpus }];
+  const [server, world] = await Promise.all([startBerthServer(), startWorldCluster(backend, nodes, simEngineFlags, options.sim)]);
   const { kubeConfig } = world;
   const cluster = world.sim;
   const call = adminCaller(server);

@@ -6,11 +6,11 @@
 // width Ready (the group judge).
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AgentWorld, eventually, startAgentWorld, startClients } from "./e2e-support.ts";
+import { type AgentWorld, type Backend, eventually, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-elastic-hosts";
 const MOE = "deepseek-ai/DeepSeek-V2-Lite";
-const GPU = "nvidia-h100-80gb";
+const GPU = "nvidia-h100-80gb" as const;
 
 const spec = {
   model: { name: MOE },
@@ -28,13 +28,14 @@ const spec = {
   ],
 };
 
-describe("elastic EP whose ranks span hosts", () => {
+describe.each<Backend>(["sim", "real"])("elastic EP whose ranks span hosts, on the %s cluster", (backend) => {
   let world: AgentWorld;
 
   beforeAll(async () => {
     world = await startAgentWorld({
+      backend,
       project: "elastic-hosts",
-      sim: { nodes: [0, 1, 2, 3].map((i) => ({ name: `gpu-${i}`, gpuType: GPU, gpus: 8 })) },
+      nodes: [0, 1, 2, 3].map((i) => ({ name: `gpu-${i}`, gpuType: GPU, gpus: 8 })),
     });
     world.startAgent({ config: { resize: { retry: { baseMs: 500, capMs: 2_000, tries: 5 }, callTimeoutMs: 8_000, tickMs: 200, verifyLimitMs: 60_000 } } });
   }, 90_000);

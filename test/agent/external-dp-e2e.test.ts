@@ -6,7 +6,7 @@
 // named by RouterCoverage until it is recreated and served again.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-xdp";
 const RANK_PODS = [0, 1, 2, 3].map((member) => `xdp-main-r0-m${member}`);
@@ -18,7 +18,7 @@ interface Condition {
   message: string;
 }
 
-describe("external DP through the builtin router against the simulated cluster", () => {
+describe.each<Backend>(["sim", "real"])("external DP through the builtin router against the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   let projectId: string;
@@ -49,7 +49,7 @@ describe("external DP through the builtin router against the simulated cluster",
   const ready = (what: string) => world.readyDeployment(id, { timeoutMs: 90_000, what });
 
   beforeAll(async () => {
-    world = await startAgentWorld({ project: "xdp" });
+    world = await startAgentWorld({ backend, project: "xdp" });
     ({ kube, projectId } = world);
     const api = world.api();
     const putStatus = api.putStatus.bind(api);

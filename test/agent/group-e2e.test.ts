@@ -9,10 +9,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-groups";
-const H100 = "nvidia-h100-80gb";
+const H100 = "nvidia-h100-80gb" as const;
 
 interface Condition {
   type: string;
@@ -21,7 +21,7 @@ interface Condition {
   message: string;
 }
 
-describe("multi-host instances as groups, on the simulated cluster", () => {
+describe.each<Backend>(["sim", "real"])("multi-host instances as groups, on the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   const call = adminCaller(() => world.server);
@@ -100,8 +100,9 @@ describe("multi-host instances as groups, on the simulated cluster", () => {
 
   beforeAll(async () => {
     world = await startAgentWorld({
+      backend,
       project: "groups",
-      sim: { nodes: ["a", "b", "c", "d"].map((n) => ({ name: `gpu-${n}`, gpuType: H100, gpus: 8 })) },
+      nodes: ["a", "b", "c", "d"].map((n) => ({ name: `gpu-${n}`, gpuType: H100, gpus: 8 })),
     });
     kube = world.kube;
     world.startAgent({ retry: { attempts: 3, baseMs: 50, capMs: 200 } });

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/agent/agent.ts";
 import type { Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-retire";
 
@@ -23,7 +23,7 @@ interface OperationView {
   error?: { reason: string; message: string };
 }
 
-describe("retirement as a persisted operation, on the simulated cluster", () => {
+describe.each<Backend>(["sim", "real"])("retirement as a persisted operation, on the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   let agent: Agent;
@@ -90,7 +90,7 @@ describe("retirement as a persisted operation, on the simulated cluster", () => 
 
   beforeAll(async () => {
     // The default latency profile: a request of a few hundred tokens takes about a second.
-    world = await startAgentWorld({ gpus: 16, simEngineFlags: null, project: "retire" });
+    world = await startAgentWorld({ backend, gpus: 16, simEngineFlags: null, project: "retire" });
     kube = world.kube;
     startAgent();
   }, 90_000);

@@ -6,7 +6,7 @@
 // replaced one at a time and the UpToDate condition says SurgeDoesNotFit.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-rollout";
 
@@ -26,7 +26,7 @@ interface Condition {
   message: string;
 }
 
-describe("rollouts on the simulated cluster", () => {
+describe.each<Backend>(["sim", "real"])("rollouts on the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   const call = adminCaller(() => world.server);
@@ -82,7 +82,7 @@ describe("rollouts on the simulated cluster", () => {
   beforeAll(async () => {
     // 4 GPUs: room for a 1-GPU surge; a 4-GPU role fills the node, so its surge cannot fit.
     // The default latency profile: a request of a few hundred tokens takes about a second.
-    world = await startAgentWorld({ gpus: 4, simEngineFlags: null, project: "rollout" });
+    world = await startAgentWorld({ backend, gpus: 4, simEngineFlags: null, project: "rollout" });
     kube = world.kube;
     world.startAgent({ retry: { attempts: 3, baseMs: 50, capMs: 200 } });
   }, 90_000);

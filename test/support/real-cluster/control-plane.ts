@@ -199,7 +199,9 @@ export async function startRealCluster(): Promise<RealCluster> {
     relay?.close();
     for (const p of [...processes].reverse()) await stopProcess(p);
     await deleteNetworkNamespace(namespace);
-    rmSync(dir, { recursive: true, force: true });
+    // BERTH_KEEP_CLUSTER_LOGS=1 keeps the directory (every process's log) for a look after a failure.
+    if (process.env.BERTH_KEEP_CLUSTER_LOGS) process.stderr.write(`real cluster logs kept in ${dir}\n`);
+    else rmSync(dir, { recursive: true, force: true });
   };
 
   try {

@@ -29,6 +29,10 @@ export async function startRealGpuCluster(options: { nodes: GpuNodeSpec[]; simEn
   const nodes: NamespacedProcess[] = [];
   let restoreFetch: (() => void) | undefined;
   const stop = async () => {
+    // A node that died before its time is what a failed test most needs to know: its log says why.
+    for (const node of nodes) {
+      if (node.child.exitCode !== null || node.child.signalCode !== null) process.stderr.write(`berth node ${node.name} exited early (${node.child.exitCode ?? node.child.signalCode}):\n${logTail(node, 60)}\n`);
+    }
     // SIGTERM stops each node's pods as deletes do; then the control plane goes.
     await Promise.all(nodes.map((node) => stopProcess(node, 15_000)));
     restoreFetch?.();
