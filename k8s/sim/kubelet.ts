@@ -248,7 +248,8 @@ class PodWorker {
 
   sync(pod: KubeObject): void {
     this.pod = pod;
-    if (!this.#done) this.#done = this.#run();
+    // Failures inside are events and retries; one that escapes is reported, never a crash of the node.
+    if (!this.#done) this.#done = this.#run().catch((error: unknown) => this.event("Warning", "Failed", `pod worker stopped: ${(error as Error).message}`));
     if (pod.metadata.deletionTimestamp) {
       const grace = pod.metadata.deletionGracePeriodSeconds ?? this.spec.terminationGracePeriodSeconds ?? 30;
       this.deadline = Math.min(this.deadline, Date.now() + grace * 1000);
@@ -351,7 +352,14 @@ class PodWorker {
         if (source) {
           const isSecret = volume.secret !== undefined;
           const sourceName = isSecret ? volume.secret!.secretName! : volume.configMap!.name!;
-          const object = await cluster.read(isSecret ? "secrets" : "configmaps", this.namespace, sourceName);
+          let object: KubeObject | undefined;
+          try {
+            object = await cluster.read(isSecret ? "secrets" : "configmaps", this.namespace, sourceName);
+          } catch (error) {
+            // E.g. the Node authorizer before its graph links the pod to the object: tried again.
+            problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : ${(error as Error).message}`);
+            continue;
+          }
           if (!object) {
             if (!source.optional) problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : ${isSecret ? "secret" : "configmap"} "${sourceName}" not found`);
             mkdirSync(dir, { recursive: true });
@@ -381,7 +389,11 @@ class PodWorker {
         } else if (volume.persistentVolumeClaim) {
           // Every pod of a claim shares its volume's one host directory (volumes.ts).
           const claimName = volume.persistentVolumeClaim.claimName;
-          const claim = await cluster.read("persistentvolumeclaims", this.namespace, claimName);
+          const claim = await cluster.read("persistentvolumeclaims", this.namespace, claimName).catch((error: Error) => {
+            problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : ${error.message}`);
+            return null;
+          });
+          if (claim === null) continue;
           if (!claim || (claim.status as Dict | undefined)?.phase !== "Bound") {
             problems.push(`MountVolume.SetUp failed for volume "${volume.name}" : persistentvolumeclaim "${claimName}" ${claim ? "is not bound" : "not found"}`);
             continue;
@@ -550,10 +562,11 @@ class PodWorker {
       try {
         env = resolveEnv(c.spec.env as never, c.spec.envFrom as never, this.#envContext(c, await this.#envSources(c)));
       } catch (error) {
-        if (!(error instanceof EnvError)) throw error;
+        // A missing key or object (EnvError), or a read the cluster refused or did not answer: tried again.
+        const message = error instanceof EnvError ? error.message : `failed to read the container's configuration: ${(error as Error).message}`;
         configFailures++;
-        this.#setWaiting(c, "CreateContainerConfigError", error.message);
-        this.event("Warning", "Failed", `Error: ${error.message}`, c);
+        this.#setWaiting(c, "CreateContainerConfigError", message);
+        this.event("Warning", "Failed", `Error: ${message}`, c);
         await sleep(Math.min(2 ** configFailures, 60) * 1000 * timeScale, this.abort.signal);
         continue;
       }
