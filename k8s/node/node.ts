@@ -2,7 +2,8 @@
 // and keeps its Lease, then runs the pods the cluster's scheduler binds to it as processes on
 // this machine (the kubelet of k8s/sim, talking to the apiserver through client-node), each bound
 // to its own pod address from the node's range: in a network namespace where that range is
-// local, the cluster's kube-proxy routes Services to them like any pods.
+// local, the cluster's kube-proxy routes Services to them like any pods. It serves their
+// container logs on port 10250 for `kubectl logs` (kubelet-server.ts).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ import { Kubelet } from "../sim/kubelet.ts";
 import type { Programs } from "../sim/program.ts";
 import { registerNode } from "./heartbeat.ts";
 import { kubeKubeletCluster } from "./kube-kubelet-cluster.ts";
+import { startKubeletServer } from "./kubelet-server.ts";
 import type { VirtualNode } from "./node-object.ts";
 
 export interface NodeOptions {
@@ -59,12 +61,21 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
   });
   kubelet.start();
   await cluster.synced();
+  // `kubectl logs`: the API server asks the node for container logs at its address.
+  const server = await startKubeletServer({
+    kubeConfig: options.kubeConfig,
+    nodeName: options.node.name,
+    address: options.node.address,
+    logs: kubelet,
+    pod: (namespace, name) => cluster.pod(namespace, name),
+  });
   let stopped: Promise<void> | undefined;
   return {
     kubelet,
     stop: (stopOptions = {}) =>
       (stopped ??= (async () => {
         heartbeat.stop();
+        await server.close();
         await kubelet.stop(stopOptions);
         cluster.stop();
         addresses.close();

@@ -2,7 +2,9 @@
 // node identity (Node authorizer, NodeRestriction), the real scheduler binds a Deployment's pod
 // to it, the node runs the engine as a process on the pod's own address, the real endpoint
 // controllers publish it and the real kube-proxy routes the Service's ClusterIP to it; a delete
-// ends the process and the node removes the pod.
+// ends the process and the node removes the pod. `kubectl logs` reaches the node's port 10250
+// through the API server, and the node refuses clients without a certificate of the cluster's CA.
+import { request as httpsRequest } from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../agent/e2e-support.ts";
 import { BERTH_BIN } from "../support/berth-process.ts";
@@ -122,6 +124,26 @@ describe("berth node under a real control plane", () => {
     });
     expect(models.data[0]!.id).toBe("Qwen/Qwen3-8B");
   }, 150_000);
+
+  it("kubectl logs reads the engine's output through the API server from the node's port 10250", async () => {
+    const logs = await eventually("the engine's first log lines", async () => {
+      const run = await kubectl(["logs", "-n", "default", "deploy/engine"]);
+      if (run.code !== 0) throw new Error(run.stderr);
+      return run.stdout.includes("berth-sim") && run;
+    });
+    expect(logs.stdout).toMatch(/listening on http:\/\/10\.244\.1\.\d+:8000/);
+    const last = await kubectl(["logs", "-n", "default", "deploy/engine", "-c", "vllm", "--tail=1"]);
+    expect(last.code, last.stderr).toBe(0);
+    expect(last.stdout.trimEnd().split("\n")).toHaveLength(1);
+    // The node answers only clients the cluster's CA vouches for: the API server's kubelet client.
+    const kubelet = await cluster.reach("10.244.1.1", 10250);
+    const refused = await new Promise<string>((resolve) => {
+      const req = httpsRequest({ host: kubelet.host, port: kubelet.port, path: "/containerLogs/default/x/y", rejectUnauthorized: false }, (res) => resolve(`answered ${res.statusCode}`));
+      req.on("error", (error) => resolve(`refused: ${(error as NodeJS.ErrnoException).code ?? error.message}`));
+      req.end();
+    });
+    expect(refused).toMatch(/^refused/);
+  });
 
   it("a deleted pod's process stops and the node removes the pod object", async () => {
     const before = await json(["get", "pods", "-n", "default", "-l", "app=engine"]);

@@ -271,6 +271,8 @@ export async function startRealCluster(): Promise<RealCluster> {
         "--authorization-mode=Node,RBAC", `--enable-admission-plugins=${ADMISSION_PLUGINS.join(",")}`,
         "--allow-privileged=true", "--profiling=false", "--anonymous-auth=false",
         `--kubelet-client-certificate=${kubeletClient.cert}`, `--kubelet-client-key=${kubeletClient.key}`,
+        // As kubeadm sets it: a node's name does not resolve here, its InternalIP is its address.
+        "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
       ]),
     );
     const probe = (url: string) => ({ url, ca: ca.cert, cert: admin });
