@@ -1,5 +1,6 @@
 // Agent high availability (docs/design.md §13.6): two real `berth agent --leader-elect` processes
-// against a real `berth serve` and the simulated cluster, with a short lease (3 s / 2 s / 0.5 s).
+// against a real `berth serve` and each cluster (the simulated one; the real control plane, with
+// the agents inside its network namespace as pods would be), with a short lease (3 s / 2 s / 0.5 s).
 // Exactly one leads; the leader SIGKILLed mid-rollout is replaced by the standby within lease
 // duration + retry period, which finishes the rollout without a duplicated or wrongly deleted pod
 // (pods sampled every 100 ms throughout); a SIGTERMed leader releases the Lease and the standby
@@ -13,7 +14,7 @@ import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { specHashOf } from "../../k8s/render/index.ts";
 import { writeKubeconfig } from "../../k8s/sim/index.ts";
-import { type AdminCall, type AgentWorld, eventually, ROUTER_IMAGE, startAgentWorld } from "./e2e-support.ts";
+import { type AdminCall, type AgentWorld, type Backend, E2E_BACKENDS, eventually, ROUTER_IMAGE, startAgentWorld } from "./e2e-support.ts";
 import {
   type AgentProcess,
   checkRollout,
@@ -38,10 +39,18 @@ const run = promisify(execFile);
 
 type NamedAgent = AgentProcess & { name: string };
 
-describe("agent high availability with Lease leader election", () => {
+/** Where `berth serve` answers inside the real cluster's network namespace. */
+const API_INSIDE = { host: "10.244.0.2", port: 8787 };
+
+describe.each<Backend>(E2E_BACKENDS)("agent high availability with Lease leader election, on the %s cluster", (backend) => {
   let world: AgentWorld;
   let workDir: string;
+  /** The admin's kubeconfig for kubectl here, and the one the agent processes use where they run. */
   let kubeconfig: string;
+  let agentKubeconfig: string;
+  let apiUrl: string;
+  /** On the real cluster the agents run inside its network namespace, where Service addresses route. */
+  let wrap: string[] = [];
   /** The deployment the first test creates and the second scales. */
   let deploymentId = "";
   const processes: NamedAgent[] = [];
@@ -49,9 +58,9 @@ describe("agent high availability with Lease leader election", () => {
 
   /** `berth agent --leader-elect` as its own process, identity and namespace from the Downward API's env vars. */
   const startAgentProcess = (name: string): NamedAgent => {
-    const args = ["--api", world.server.url, "--token", world.token, "--kubeconfig", kubeconfig, "--router-image", ROUTER_IMAGE, "--leader-elect"];
+    const args = ["--api", apiUrl, "--token", world.token, "--kubeconfig", agentKubeconfig, "--router-image", ROUTER_IMAGE, "--leader-elect"];
     args.push("--leader-elect-lease-duration", `${LEASE_DURATION_MS}ms`, "--leader-elect-renew-deadline", `${RENEW_DEADLINE_MS}ms`, "--leader-elect-retry-period", `${RETRY_PERIOD_MS}ms`);
-    const agent = { name, ...spawnAgentProcess(args, { POD_NAME: name, POD_NAMESPACE: LEASE_NAMESPACE }) };
+    const agent = { name, ...spawnAgentProcess(args, { POD_NAME: name, POD_NAMESPACE: LEASE_NAMESPACE }, wrap) };
     processes.push(agent);
     return agent;
   };
@@ -70,9 +79,19 @@ describe("agent high availability with Lease leader election", () => {
   const patchSpec = (id: string, spec: object) => patchSpecOf(call, id, () => spec);
 
   beforeAll(async () => {
-    world = await startAgentWorld({ project: "ha" });
+    world = await startAgentWorld({ backend, project: "ha" });
     workDir = mkdtempSync(join(tmpdir(), "berth-ha-"));
-    kubeconfig = writeKubeconfig(join(workDir, "kubeconfig"), world.cluster!.url);
+    if (world.real) {
+      const { cluster } = world.real;
+      await cluster.relay.expose({ host: "127.0.0.1", port: Number(new URL(world.server.url).port) }, API_INSIDE);
+      apiUrl = `http://${API_INSIDE.host}:${API_INSIDE.port}`;
+      kubeconfig = world.kubeconfigPath;
+      agentKubeconfig = cluster.admin.inside;
+      wrap = ["ip", "netns", "exec", cluster.namespace];
+    } else {
+      apiUrl = world.server.url;
+      kubeconfig = agentKubeconfig = writeKubeconfig(join(workDir, "kubeconfig"), world.cluster!.url);
+    }
     // The install creates the agent's namespace; the Lease lives there.
     await world.kube.core.createNamespace({ body: { metadata: { name: LEASE_NAMESPACE } } });
   }, 120_000);

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent, Logger } from "../../src/agent/agent.ts";
 import { createKube, type Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, type Backend, answerOf, chat as complete, eventually, MODEL, quiet, startAgentWorld } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, E2E_BACKENDS, answerOf, chat as complete, eventually, MODEL, quiet, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-routers";
 
@@ -15,7 +15,7 @@ interface RouterView {
   models: string[];
 }
 
-describe.each<Backend>(["sim", "real"])("berth agent with the builtin router against the %s cluster", (backend) => {
+describe.each<Backend>(E2E_BACKENDS)("berth agent with the builtin router against the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   let agent: Agent;

@@ -5,7 +5,7 @@
 // at once, scale-down after the stabilization window); a role at zero is woken by a request the
 // builtin router holds, and that request is served.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCaller, type AgentWorld, type Backend, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, E2E_BACKENDS, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
 
 /** Tokens per request: about a second each at the simulator's 0.05 latency profile. */
 const LONG_REQUEST_TOKENS = 2500;
@@ -15,7 +15,7 @@ interface ScaledEvent {
   data: { role: string; from: number; to: number; mode: string; reason: string; message?: string; actor: { kind: string }; signals: Array<{ name: string; value: number }> };
 }
 
-describe.each<Backend>(["sim", "real"])("the autoscaler against the %s cluster", (backend) => {
+describe.each<Backend>(E2E_BACKENDS)("the autoscaler against the %s cluster", (backend) => {
   let world: AgentWorld;
 
   const call = adminCaller(() => world.server);

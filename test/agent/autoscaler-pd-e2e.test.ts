@@ -5,7 +5,7 @@
 // API ever stores may break `pdRatio` — sampled here twice a second through the whole run, while
 // decode scales up under the load and back down after it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCaller, type AgentWorld, type Backend, chat, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, E2E_BACKENDS, chat, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
 
 /** Output tokens per request: about a second of decode at the simulator's 0.05 latency profile. */
 const LONG_REQUEST_TOKENS = 2500;
@@ -22,7 +22,7 @@ interface ScaledEvent {
   data: { deployment: { generation: number }; role: string; from: number; to: number; mode: string; reason: string; message?: string; actor: { kind: string } };
 }
 
-describe.each<Backend>(["sim", "real"])("the autoscaler keeps the prefill:decode ratio end to end, on the %s cluster", (backend) => {
+describe.each<Backend>(E2E_BACKENDS)("the autoscaler keeps the prefill:decode ratio end to end, on the %s cluster", (backend) => {
   let world: AgentWorld;
   const call = adminCaller(() => world.server);
   const get = async (id: string) => (await call("GET", `/v1/deployments/${id}`)).body;

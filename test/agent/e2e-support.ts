@@ -11,13 +11,19 @@ import { type AgentApi, createApiClient, registerAgent } from "../../src/agent/a
 import { createKube, type Kube } from "../../src/agent/kube.ts";
 import { systemClock } from "../../src/domain/clock.ts";
 import { type BerthServer, startBerthServer } from "../support/berth-process.ts";
-import { type GpuNodeSpec, startRealGpuCluster } from "../support/real-cluster/gpu-cluster.ts";
+import { type GpuNodeSpec, type RealGpuCluster, startRealGpuCluster } from "../support/real-cluster/gpu-cluster.ts";
 
 /**
  * Where the world's cluster runs: "sim", the simulated cluster in this process; "real", a real
  * control plane (test/support/real-cluster) with `berth node` processes running the pods.
  */
 export type Backend = "sim" | "real";
+
+/**
+ * Where the agent's end-to-end suites run in `npm test`: the real control plane. The parity suite
+ * (agent-e2e.test.ts) runs on both clusters; decision 0073 says why the rest run on one.
+ */
+export const E2E_BACKENDS: readonly Backend[] = ["real"];
 
 export const MODEL = "Qwen/Qwen3-8B";
 export const ROUTER_IMAGE = "ghcr.io/berth/berth:0.1.0";
@@ -157,6 +163,8 @@ export interface AgentWorld {
   server: BerthServer;
   /** The simulated cluster (backend "sim" only). */
   cluster: SimCluster | undefined;
+  /** The real control plane and its berth nodes (backend "real" only). */
+  real: RealGpuCluster | undefined;
   /** A kubeconfig file for the cluster's admin, for processes of this machine (kubectl, `berth agent`). */
   kubeconfigPath: string;
   kubeConfig: k8s.KubeConfig;
@@ -182,6 +190,7 @@ export interface AgentWorld {
 
 interface WorldCluster {
   sim?: SimCluster;
+  real?: RealGpuCluster;
   kubeConfig: k8s.KubeConfig;
   kubeconfigPath: string;
   stop(): Promise<void>;
@@ -191,7 +200,7 @@ interface WorldCluster {
 async function startWorldCluster(backend: Backend, nodes: GpuNodeSpec[], simEngineFlags: string[] | null, sim: Partial<SimClusterOptions> = {}): Promise<WorldCluster> {
   if (backend === "real") {
     const real = await startRealGpuCluster({ nodes, simEngineFlags: simEngineFlags ?? [], timeScale: 0.1 });
-    return { kubeConfig: real.kubeConfig, kubeconfigPath: real.kubeconfigPath, stop: () => real.stop() };
+    return { real, kubeConfig: real.kubeConfig, kubeconfigPath: real.kubeconfigPath, stop: () => real.stop() };
   }
   const cluster = await startSimCluster({
     nodes: nodes.map(({ name, gpus, gpuType }) => ({ name, gpuType: gpuType ?? "nvidia-h100-80gb", gpus })),
@@ -228,6 +237,7 @@ export async function startAgentWorld(options: AgentWorldOptions = {}): Promise<
     backend,
     server,
     cluster,
+    real: world.real,
     kubeconfigPath: world.kubeconfigPath,
     kubeConfig,
     kube: createKube(kubeConfig),

@@ -12,7 +12,7 @@ import type { Agent } from "../../src/agent/agent.ts";
 import type { AgentApi } from "../../src/agent/api-client.ts";
 import type { Operation } from "../../src/domain/operations.ts";
 import type { Kube } from "../../src/agent/kube.ts";
-import { type AgentWorld, type Backend, eventually, startAgentWorld, startClients } from "./e2e-support.ts";
+import { type AgentWorld, type Backend, E2E_BACKENDS, eventually, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-elastic";
 const MOE = "deepseek-ai/DeepSeek-V2-Lite";
@@ -37,7 +37,7 @@ const elasticSpec = (width: number, maxWidth: number, env: Array<{ name: string;
   roles: [{ name: "ep", resources: { gpus: 1, gpuType: "nvidia-h100-80gb" }, parallelism: { expert: true }, elastic: { width, maxWidth }, env }],
 });
 
-describe.each<Backend>(["sim", "real"])("elastic EP resize on the %s cluster", (backend) => {
+describe.each<Backend>(E2E_BACKENDS)("elastic EP resize on the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   let agent: Agent;

@@ -6,7 +6,7 @@
 // width Ready (the group judge).
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AgentWorld, type Backend, eventually, startAgentWorld, startClients } from "./e2e-support.ts";
+import { type AgentWorld, type Backend, E2E_BACKENDS, eventually, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-elastic-hosts";
 const MOE = "deepseek-ai/DeepSeek-V2-Lite";
@@ -28,7 +28,7 @@ const spec = {
   ],
 };
 
-describe.each<Backend>(["sim", "real"])("elastic EP whose ranks span hosts, on the %s cluster", (backend) => {
+describe.each<Backend>(E2E_BACKENDS)("elastic EP whose ranks span hosts, on the %s cluster", (backend) => {
   let world: AgentWorld;
 
   beforeAll(async () => {

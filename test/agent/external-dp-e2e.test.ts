@@ -6,7 +6,7 @@
 // named by RouterCoverage until it is recreated and served again.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, type Backend, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, E2E_BACKENDS, chat as complete, eventually, MODEL, startAgentWorld } from "./e2e-support.ts";
 
 const NS = "berth-xdp";
 const RANK_PODS = [0, 1, 2, 3].map((member) => `xdp-main-r0-m${member}`);
@@ -18,7 +18,7 @@ interface Condition {
   message: string;
 }
 
-describe.each<Backend>(["sim", "real"])("external DP through the builtin router against the %s cluster", (backend) => {
+describe.each<Backend>(E2E_BACKENDS)("external DP through the builtin router against the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   let projectId: string;

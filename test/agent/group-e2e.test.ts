@@ -9,7 +9,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, type Backend, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, E2E_BACKENDS, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-groups";
 const H100 = "nvidia-h100-80gb" as const;
@@ -21,7 +21,7 @@ interface Condition {
   message: string;
 }
 
-describe.each<Backend>(["sim", "real"])("multi-host instances as groups, on the %s cluster", (backend) => {
+describe.each<Backend>(E2E_BACKENDS)("multi-host instances as groups, on the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   const call = adminCaller(() => world.server);

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/agent/agent.ts";
 import type { Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, type Backend, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, E2E_BACKENDS, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-retire";
 
@@ -23,7 +23,7 @@ interface OperationView {
   error?: { reason: string; message: string };
 }
 
-describe.each<Backend>(["sim", "real"])("retirement as a persisted operation, on the %s cluster", (backend) => {
+describe.each<Backend>(E2E_BACKENDS)("retirement as a persisted operation, on the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   let agent: Agent;

@@ -6,7 +6,7 @@
 // replaced one at a time and the UpToDate condition says SurgeDoesNotFit.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kube } from "../../src/agent/kube.ts";
-import { adminCaller, type AgentWorld, type Backend, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
+import { adminCaller, type AgentWorld, type Backend, E2E_BACKENDS, eventually, MODEL, startAgentWorld, startClients } from "./e2e-support.ts";
 
 const NS = "berth-rollout";
 
@@ -26,7 +26,7 @@ interface Condition {
   message: string;
 }
 
-describe.each<Backend>(["sim", "real"])("rollouts on the %s cluster", (backend) => {
+describe.each<Backend>(E2E_BACKENDS)("rollouts on the %s cluster", (backend) => {
   let world: AgentWorld;
   let kube: Kube;
   const call = adminCaller(() => world.server);

